@@ -1,0 +1,659 @@
+"""The engine: a live session that applies context hygiene 3.0.0 as each result is inserted.
+
+Its face, for a harness and for the rest of ctxview: `Session.start` over a store and a
+workspace, then `run` (the engine executes the tool), `insert` (the harness ran it), `message`
+and `compact`. Each returns the exact text the model is given, and every step is committed to
+the store before it returns, so another process reading the store sees it at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .rules import brackets
+from .rules.cap import cap
+from .rules.compaction import compaction_text
+from .rules.dedupe import DedupeTable, ReadEntry, ResultEntry, args_key
+from .rules.diff import counts, unified
+from .rules.ids import format_id, parse_id
+from .rules.lines import count_lines, decode, looks_binary, numbered, split_lines
+from .store.records import Body, Event
+from .store.writer import Writer
+from .tools import ToolError
+from .tools import bash as bash_tool
+from .tools import edit as edit_tool
+from .tools import patch as patch_tool
+from .tools import search as search_tool
+from .tools.workspace import Workspace
+
+TOOLS = ("read", "write", "edit", "multiedit", "apply_patch", "list", "glob", "grep", "bash",
+         "recall")  # fmt: skip
+EDIT_TOOLS = frozenset({"write", "edit", "multiedit", "apply_patch"})
+
+
+def sha256_text(text: str) -> str:
+    """The hash a same-result comparison uses, in chunks so a 200 MB output is never copied whole."""
+    h = hashlib.sha256()
+    step = 1 << 20
+    for i in range(0, len(text), step):
+        h.update(text[i : i + step].encode("utf-8", errors="surrogatepass"))
+    return h.hexdigest()
+
+
+def new_session_id() -> str:
+    """Sortable and readable: `20261129-184455-3fa2c1`."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+@dataclass
+class Result:
+    """One result as built by the rules, before it is stored."""
+
+    rid: int
+    tool: str
+    shown: str  # the exact text the model is given
+    stored: str  # the full text: before any cap; for a stub, the text it stands for
+    rkind: str
+    points_to: int | None = None
+    capped: bool = False
+    elided_lines: int | None = None
+    path: str | None = None
+    line_from: int | None = None
+    line_to: int | None = None
+    line_total: int | None = None
+    sha: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def event(self, ts: float, call_ref: str | None, seen: int | None) -> Event:
+        return Event(
+            ts=ts, kind="result", tool=self.tool, call_ref=call_ref, rid=self.rid,
+            rkind=self.rkind, points_to=self.points_to, capped=int(self.capped),
+            elided_lines=self.elided_lines, path=self.path, line_from=self.line_from,
+            line_to=self.line_to, line_total=self.line_total, sha=self.sha,
+            shown_chars=len(self.shown), shown_lines=count_lines(self.shown),
+            stored_chars=len(self.stored), stored_lines=count_lines(self.stored),
+            seen_chars=seen, data=json.dumps(self.data) if self.data else None,
+        )  # fmt: skip
+
+
+class Session:
+    """A session over a workspace, writing to a store. Use `start` or `resume`."""
+
+    def __init__(
+        self,
+        writer: Writer,
+        session_id: str,
+        workspace: Path,
+        config: Config,
+        next_rid: int,
+        dedupe: DedupeTable | None = None,
+        known: dict[str, tuple[str, int]] | None = None,
+    ) -> None:
+        self.writer = writer
+        self.id = session_id
+        self.workspace = Workspace(workspace)
+        self.config = config
+        self.dedupe = dedupe or DedupeTable()
+        self._next_rid = next_rid
+        # path -> (sha, id) of the newest content this session has seen there, for the
+        # "changed outside this session" note on an edit.
+        self._known: dict[str, tuple[str, int]] = known or {}
+        self.last: Result | None = None
+        self._calls = 0
+
+    # Opening
+
+    @classmethod
+    async def start(
+        cls,
+        writer: Writer,
+        workspace: Path | str,
+        *,
+        title: str = "",
+        config: dict[str, Any] | None = None,
+        source: str = "live",
+        session_id: str | None = None,
+        started: float | None = None,
+        **session_fields: Any,
+    ) -> Session:
+        cfg = Config(config)
+        sid = session_id or new_session_id()
+        root = Path(workspace).resolve()
+        await writer.create_session(
+            sid,
+            title=title or root.name,
+            workspace=str(root),
+            source=source,
+            config=json.dumps(cfg.overrides, sort_keys=True),
+            next_rid=cfg["ids.first"],
+            started=started,
+            **session_fields,
+        )
+        return cls(writer, sid, root, cfg, cfg["ids.first"])
+
+    @classmethod
+    async def resume(cls, writer: Writer, session_id: str) -> Session:
+        """Carry on a stored session after a restart: the id counter and the dedupe table as they
+        were (the table is rebuilt from the results since the last compaction)."""
+        state = await writer.session_state(session_id)
+        cfg = Config(json.loads(state["config"]))
+        dedupe = DedupeTable()
+        known: dict[str, tuple[str, int]] = {}
+        for ev in state["events"]:
+            extra = json.loads(ev.data) if ev.data else {}
+            if ev.kind == "compaction":
+                dedupe.clear()
+            elif ev.rkind == "full" and ev.tool == "read" and ev.sha and "key" in extra:
+                dedupe.add_read(ReadEntry(ev.rid, extra["key"], ev.path or "", ev.line_from or 0,
+                                          ev.line_to or 0, ev.line_total or 0, ev.sha))  # fmt: skip
+            elif "text_sha" in extra and ev.rkind != "same":
+                dedupe.add_result(ResultEntry(ev.rid, ev.tool, extra["args_key"], extra["text_sha"]))
+            if ev.sha and "key" in extra:
+                known[extra["key"]] = (ev.sha, ev.rid)
+        session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"],
+                      dedupe, known)  # fmt: skip
+        return session
+
+    # The face
+
+    async def run(self, tool: str, args: dict[str, Any] | None = None, *,
+                  call_ref: str | None = None) -> str:  # fmt: skip
+        """Run one of the engine's tools and insert its result; the text the model is given."""
+        args = dict(args or {})
+        ref = call_ref or self._call_ref()
+        ts = time.time()
+        # The call is committed first, so a viewer shows a long command as running.
+        await self.writer.append(self.id, [self._call_event(ts, tool, args, ref)])
+        try:
+            result = await self._dispatch(tool, args)
+        except ToolError as err:
+            result = self._error(tool, err)
+        await self._store(result, ref, None, time.time())
+        return result.shown
+
+    async def insert(
+        self,
+        tool: str,
+        args: dict[str, Any] | None,
+        output: str,
+        *,
+        call_ref: str | None = None,
+        note: str | None = None,
+        seen: int | None = None,
+        ts: float | None = None,
+    ) -> str:
+        """Insert the result of a tool the harness ran itself (any name): it gets an id, is stored
+        in full, capped, and for the `dedupe.by_result` tools compared with earlier results."""
+        args = dict(args or {})
+        ref = call_ref or self._call_ref()
+        ts = ts if ts is not None else time.time()
+        if tool in self.config["dedupe.by_result"]:
+            result = self._by_result(tool, args, output)
+        else:
+            result = self._generic(tool, output, note=note)
+        await self._store(result, ref, seen, ts, call=self._call_event(ts, tool, args, ref))
+        return result.shown
+
+    async def insert_read(
+        self,
+        args: dict[str, Any],
+        path: str,
+        key: str,
+        first: int,
+        lines: list[str],
+        total: int,
+        sha: str,
+        *,
+        call_ref: str | None = None,
+        seen: int | None = None,
+        ts: float | None = None,
+    ) -> str:
+        """Insert a read the harness made (an importer knows the lines, their range, the file's
+        length and a hash standing for its content): the same §1/§2 rules as `run("read")`."""
+        ref = call_ref or self._call_ref()
+        ts = ts if ts is not None else time.time()
+        result = self._read_result(path, key, first, lines, total, sha)
+        await self._store(result, ref, seen, ts, call=self._call_event(ts, "read", args, ref))
+        return result.shown
+
+    async def insert_edit(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        files: list[tuple[str, str, str | None, str | None]],
+        *,
+        call_ref: str | None = None,
+        seen: int | None = None,
+        ts: float | None = None,
+    ) -> str:
+        """Insert an edit the harness made: per file (path, key, old text or None for a new
+        file, new text or None for a deletion), answered with the diff as `run` would."""
+        ref = call_ref or self._call_ref()
+        ts = ts if ts is not None else time.time()
+        changes = [_Change(path, key, old, new) for path, key, old, new in files]
+        result = self._edit_result(tool, changes, notes=[])
+        await self._store(result, ref, seen, ts, call=self._call_event(ts, tool, args, ref))
+        return result.shown
+
+    async def message(self, role: str, text: str, *, ts: float | None = None,
+                      data: dict[str, Any] | None = None) -> None:  # fmt: skip
+        await self.writer.append(self.id, [Event(
+            ts=ts if ts is not None else time.time(), kind="message", role=role, text=text,
+            data=json.dumps(data) if data else None,
+        )])  # fmt: skip
+
+    async def compact(self, summary: str, *, ts: float | None = None,
+                      data: dict[str, Any] | None = None) -> str:  # fmt: skip
+        """§7: the summary and the files-read table; the dedupe table is emptied."""
+        reads = self.dedupe.newest_reads(self.config["compaction.rows"])
+        text = compaction_text(summary, reads, self.config)
+        rows = [
+            {"path": r.shown_path, "first": r.first, "last": r.last, "total": r.total,
+             "sha": r.sha, "rid": r.rid}
+            for r in reads
+        ]  # fmt: skip
+        extra = {"rows": rows, "inserted": text, **(data or {})}
+        self.dedupe.clear()
+        await self.writer.append(self.id, [Event(
+            ts=ts if ts is not None else time.time(), kind="compaction", text=summary,
+            data=json.dumps(extra),
+        )])  # fmt: skip
+        return text
+
+    async def end(self, *, ts: float | None = None) -> None:
+        ts = ts if ts is not None else time.time()
+        await self.writer.append(self.id, [Event(ts=ts, kind="end")])
+        await self.writer.update_session(self.id, ended=ts)
+
+    def ref(self, rid: int) -> str:
+        return format_id(rid, self.config["ids.digits"])
+
+    # Building results
+
+    def _take_id(self) -> int:
+        rid = self._next_rid
+        self._next_rid += 1
+        return rid
+
+    def _call_ref(self) -> str:
+        self._calls += 1
+        return f"c{self._calls}-{secrets.token_hex(3)}"
+
+    @staticmethod
+    def _call_event(ts: float, tool: str, args: dict[str, Any], ref: str) -> Event:
+        return Event(ts=ts, kind="call", tool=tool, call_ref=ref,
+                     args=json.dumps(args, ensure_ascii=False, default=str))  # fmt: skip
+
+    async def _store(self, result: Result, call_ref: str, seen: int | None, ts: float,
+                     call: Event | None = None) -> None:  # fmt: skip
+        events = [call] if call else []
+        events.append(result.event(ts, call_ref, seen))
+        await self.writer.append(self.id, events, [Body(result.rid, result.shown, result.stored)])
+        self.last = result
+
+    async def _dispatch(self, tool: str, args: dict[str, Any]) -> Result:
+        if tool == "read":
+            return self._read(args)
+        if tool in EDIT_TOOLS:
+            return self._edit(tool, args)
+        if tool in ("list", "glob", "grep"):
+            return self._by_result(tool, args, self._search(tool, args))
+        if tool == "bash":
+            return await self._bash(args)
+        if tool == "recall":
+            return await self._recall(args)
+        raise ToolError("error.unknown_tool", tool=tool)
+
+    def _error(self, tool: str, err: ToolError) -> Result:
+        rid = self._take_id()
+        sentence = self.config.text(err.key, **err.fields)
+        return Result(rid, tool, brackets.with_sentence(brackets.plain(self.ref(rid)), sentence),
+                      sentence, "error")  # fmt: skip
+
+    def _generic(self, tool: str, output: str, note: str | None = None) -> Result:
+        """§1 and §3: `[#id]`, a newline, the output, capped on the way in."""
+        if not isinstance(output, str):
+            output = str(output)
+        if note:
+            output = f"{output}\n{note}" if output else note
+        rid = self._take_id()
+        ref = self.ref(rid)
+        capped = cap(output, ref, self.config)
+        if capped is None:
+            body = output.replace("\r\n", "\n") if "\r" in output else output
+            return Result(rid, tool, brackets.with_body(brackets.plain(ref), body), output, "full")
+        return Result(rid, tool, brackets.with_body(brackets.plain(ref), capped.text), output,
+                      "full", capped=True, elided_lines=capped.elided)  # fmt: skip
+
+    def _by_result(self, tool: str, args: dict[str, Any], output: str) -> Result:
+        """§6: the same arguments and the same text as a result in the dedupe table: a stub."""
+        key = args_key(args)
+        text_sha = sha256_text(output)
+        hit = self.dedupe.same_result(tool, key, text_sha)
+        if hit is not None:
+            rid = self._take_id()
+            shown = brackets.with_sentence(
+                brackets.plain(self.ref(rid)),
+                self.config.text("text.same_result", ref=self.ref(hit.rid)),
+            )
+            return Result(rid, tool, shown, output, "same", points_to=hit.rid,
+                          data={"args_key": key, "text_sha": text_sha})  # fmt: skip
+        result = self._generic(tool, output)
+        result.data = {"args_key": key, "text_sha": text_sha}
+        self.dedupe.add_result(ResultEntry(result.rid, tool, key, text_sha))
+        return result
+
+    # read
+
+    def _read(self, args: dict[str, Any]) -> Result:
+        path = args.get("path", args.get("file_path"))
+        offset = _whole(args.get("offset", 1), "offset")
+        window = self.config["window.lines"]
+        limit = min(_whole(args.get("limit", window), "limit"), window)
+        real, data = self.workspace.read_bytes(path)  # type: ignore[arg-type]
+        key = self.workspace.relative(real)
+        sha = hashlib.sha256(data).hexdigest()
+        if looks_binary(data):
+            rid = self._take_id()
+            sentence = self.config.text("text.binary", size=len(data))
+            bracket = brackets.read_binary(self.ref(rid), path, sha[: self.config["sha_digits"]])
+            return Result(rid, "read", brackets.with_sentence(bracket, sentence), sentence,
+                          "binary", path=path, sha=sha, data={"key": key})  # fmt: skip
+        lines = split_lines(decode(data))
+        total = len(lines)
+        if (total == 0 and offset > 1) or (total > 0 and offset > total):
+            raise ToolError("error.offset_past_end", offset=offset, path=path, n=total)
+        last = min(total, offset + limit - 1)
+        return self._read_result(path, key, offset, lines[offset - 1 : last], total, sha)
+
+    def _read_result(self, path: str, key: str, first: int, shown_lines: list[str], total: int,
+                     sha: str) -> Result:  # fmt: skip
+        """§1 and §2: a full read, or a stub when an earlier full read already shows the lines."""
+        rid = self._take_id()
+        ref, sha8 = self.ref(rid), sha[: self.config["sha_digits"]]
+        facts: dict[str, Any] = {"path": path, "sha": sha, "line_total": total}
+        self._known[key] = (sha, rid)
+        if total == 0:
+            # An empty file is never a stub: its full answer is as short as one.
+            self.dedupe.add_read(ReadEntry(rid, key, path, 0, 0, 0, sha))
+            return Result(rid, "read", brackets.read_empty(ref, path, sha8), "", "full",
+                          line_from=0, line_to=0, data={"key": key}, **facts)  # fmt: skip
+        last = first + len(shown_lines) - 1
+        body = numbered(shown_lines, first)
+        bracket = brackets.read(ref, path, first, last, total, sha8)
+        hit = self.dedupe.unchanged(key, sha, first, last)
+        if hit is not None:
+            sentence = self.config.text(
+                "text.unchanged", ref=self.ref(hit.rid), lines=f"{hit.first}-{hit.last}"
+            )
+            return Result(rid, "read", brackets.with_sentence(bracket, sentence), body,
+                          "unchanged", points_to=hit.rid, line_from=first, line_to=last,
+                          data={"key": key}, **facts)  # fmt: skip
+        self.dedupe.add_read(ReadEntry(rid, key, path, first, last, total, sha))
+        return Result(rid, "read", brackets.with_body(bracket, body), body, "full",
+                      line_from=first, line_to=last, data={"key": key}, **facts)  # fmt: skip
+
+    # list, glob, grep
+
+    def _search(self, tool: str, args: dict[str, Any]) -> str:
+        ws = self.workspace
+        path = args.get("path", ".")
+        if tool == "list":
+            return search_tool.list_dir(ws, path)
+        if tool == "glob":
+            return search_tool.glob(ws, args.get("pattern"), path)  # type: ignore[arg-type]
+        return search_tool.grep(
+            ws, args.get("pattern"), path,  # type: ignore[arg-type]
+            include=args.get("include") or args.get("glob"),
+            ignore_case=bool(args.get("ignore_case", args.get("-i", False))),
+        )  # fmt: skip
+
+    # bash
+
+    async def _bash(self, args: dict[str, Any]) -> Result:
+        command = args.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ToolError("error.bad_args", detail="command must be a non-empty string")
+        timeout = args.get("timeout", self.config["bash.timeout_seconds"])
+        if not isinstance(timeout, int | float) or timeout <= 0:
+            raise ToolError("error.bad_args", detail="timeout must be a positive number of seconds")
+        done = await bash_tool.run(command, self.workspace.root, float(timeout))
+        output = decode(done.output)
+        if done.timed_out:
+            tail = self.config.text("text.timed_out", seconds=f"{timeout:g}")
+        elif done.exit_code:
+            tail = self.config.text("text.exit_code", code=done.exit_code)
+        else:
+            tail = ""
+        if tail:
+            output = f"{output.rstrip(chr(10))}\n{tail}" if output else tail
+        result = self._generic("bash", output)
+        result.data = {"exit_code": done.exit_code, "timed_out": done.timed_out}
+        return result
+
+    # recall
+
+    async def _recall(self, args: dict[str, Any]) -> Result:
+        """§4: a stored result again, in full, a window of lines; never capped or deduplicated."""
+        given = str(args.get("id", "")).strip()
+        offset = _whole(args.get("offset", 1), "offset")
+        window = self.config["window.lines"]
+        limit = min(_whole(args.get("limit", window), "limit"), window)
+        target = parse_id(given)
+        stored = (
+            await self.writer.stored_text(self.id, target)
+            if target is not None and target < self._next_rid
+            else None
+        )
+        if stored is None:
+            rid = self._take_id()
+            sentence = self.config.text("text.no_result", ref="#" + given.lstrip("#"))
+            return Result(rid, "recall", brackets.with_sentence(brackets.plain(self.ref(rid)),
+                          sentence), sentence, "error")  # fmt: skip
+        assert target is not None
+        lines = split_lines(stored)
+        total = len(lines)
+        if (total == 0 and offset > 1) or (total > 0 and offset > total):
+            raise ToolError("error.recall_offset_past_end", offset=offset, ref=self.ref(target),
+                            n=total)  # fmt: skip
+        rid = self._take_id()
+        ref, tref = self.ref(rid), self.ref(target)
+        if total == 0:
+            return Result(rid, "recall", brackets.recall_empty(ref, tref), "", "recall",
+                          points_to=target)  # fmt: skip
+        last = min(total, offset + limit - 1)
+        body = "\n".join(lines[offset - 1 : last])
+        return Result(rid, "recall", brackets.with_body(brackets.recall(ref, tref, offset, last,
+                      total), body), body, "recall", points_to=target,
+                      line_from=offset, line_to=last, line_total=total)  # fmt: skip
+
+    # write, edit, multiedit, apply_patch
+
+    def _edit(self, tool: str, args: dict[str, Any]) -> Result:
+        ws = self.workspace
+        if tool == "apply_patch":
+            changes = self._patch_changes(args.get("patch", args.get("input")))
+        else:
+            path = args.get("path", args.get("file_path"))
+            real, old_bytes = ws.read_text_or_none(path)  # type: ignore[arg-type]
+            key = ws.relative(real)
+            if tool == "write":
+                content = args.get("content")
+                if not isinstance(content, str):
+                    raise ToolError("error.bad_args", detail="content must be a string")
+                old = decode(old_bytes) if old_bytes is not None else None
+                changes = [_Change(path, key, old, content, real, old_bytes)]
+            else:
+                if old_bytes is None:
+                    raise ToolError("error.no_file", path=path)
+                old = _strict_text(old_bytes, path)
+                if tool == "edit":
+                    new = edit_tool.replace(old, args.get("old_string"),  # type: ignore[arg-type]
+                                            args.get("new_string"),  # type: ignore[arg-type]
+                                            bool(args.get("replace_all", False)), path)  # fmt: skip
+                else:
+                    new = edit_tool.apply_edits(old, args.get("edits"), path)
+                changes = [_Change(path, key, old, new, real, old_bytes)]
+        notes = self._outside_notes(changes)
+        _commit_changes(changes)  # all checks passed: now the workspace changes
+        return self._edit_result(tool, changes, notes)
+
+    def _patch_changes(self, patch: Any) -> list[_Change]:
+        ops = patch_tool.parse(patch)
+        ws = self.workspace
+        state: dict[Path, str | None] = {}  # the patch's view of each file as it goes
+        originals: dict[Path, bytes | None] = {}
+        changes: list[_Change] = []
+
+        def current(real: Path) -> str | None:
+            if real not in state:
+                data = real.read_bytes() if real.is_file() else None
+                originals[real] = data
+                state[real] = None if data is None else decode(data)
+            return state[real]
+
+        for op in ops:
+            real = ws.resolve(op.path)
+            if real.is_dir():
+                raise ToolError("error.is_directory", path=op.path)
+            old = current(real)
+            key = ws.relative(real)
+            if op.kind == "add":
+                if old is not None:
+                    raise ToolError("error.bad_patch", detail=f"{op.path} already exists")
+                state[real] = op.content
+                changes.append(_Change(op.path, key, None, op.content, real, None))
+            elif op.kind == "delete":
+                if old is None:
+                    raise ToolError("error.no_file", path=op.path)
+                state[real] = None
+                changes.append(_Change(op.path, key, old, None, real, originals.get(real)))
+            else:
+                if old is None:
+                    raise ToolError("error.no_file", path=op.path)
+                new = patch_tool.apply_chunks(old, op.chunks, op.path)
+                if op.move_to:
+                    dest = ws.resolve(op.move_to)
+                    if current(dest) is not None:
+                        raise ToolError("error.bad_patch", detail=f"{op.move_to} already exists")
+                    state[real], state[dest] = None, new
+                    changes.append(_Change(op.path, key, old, new, real, originals.get(real),
+                                           moved_to=op.move_to, dest=dest,
+                                           dest_key=ws.relative(dest)))  # fmt: skip
+                else:
+                    state[real] = new
+                    changes.append(_Change(op.path, key, old, new, real, originals.get(real)))
+        return changes
+
+    def _outside_notes(self, changes: list[_Change]) -> list[str]:
+        """A note when a file changed on disk since this session last saw it (§5's tool note)."""
+        notes = []
+        for ch in changes:
+            if ch.old_bytes is None or ch.key not in self._known:
+                continue
+            sha, rid = self._known[ch.key]
+            if hashlib.sha256(ch.old_bytes).hexdigest() != sha:
+                notes.append(self.config.text("text.changed_outside", path=ch.path,
+                                              ref=self.ref(rid)))  # fmt: skip
+        return notes
+
+    def _edit_result(self, tool: str, changes: list[_Change], notes: list[str]) -> Result:
+        """§5: the bracket with the path and the new content's hash, then the diff."""
+        rid = self._take_id()
+        ref = self.ref(rid)
+        sha_digits = self.config["sha_digits"]
+        parts: list[str] = []
+        files: list[dict[str, Any]] = []
+        added = removed = 0
+        for ch in changes:
+            new_sha = None if ch.new is None else sha256_text(ch.new)
+            bracket = brackets.file_change(ch.path, new_sha[:sha_digits] if new_sha else None,
+                                           moved_to=ch.moved_to)  # fmt: skip
+            if ch.new is None:
+                parts.append(bracket)
+                diff = unified(ch.old or "", "")
+                kind = "deleted"
+            elif ch.old is None:
+                n = count_lines(ch.new)
+                sentence = (self.config.text("text.created_one") if n == 1
+                            else self.config.text("text.created", n=n))  # fmt: skip
+                parts.append(brackets.with_sentence(bracket, sentence))
+                diff = unified("", ch.new)
+                kind = "created"
+            else:
+                diff = unified(ch.old, ch.new)
+                parts.append(brackets.with_body(bracket, diff) if diff
+                             else brackets.with_sentence(bracket, self.config["text.no_change"]))
+                kind = "moved" if ch.moved_to else "edit"
+            plus, minus = counts(diff)
+            added, removed = added + plus, removed + minus
+            files.append({"path": ch.moved_to or ch.path, "from": ch.path if ch.moved_to else None,
+                          "sha": new_sha, "kind": kind, "added": plus, "removed": minus})  # fmt: skip
+            if new_sha is not None:
+                self._known[ch.dest_key or ch.key] = (new_sha, rid)
+            else:
+                self._known.pop(ch.key, None)
+        data = {"files": files, "added": added, "removed": removed}
+        if len(changes) == 1:
+            # One file: the id joins that file's bracket, `[#e201 src/app.ts sha 7d0a91c3]`.
+            first, _, rest = parts[0].partition("\n")
+            head = "[" + ref + " " + first[1:]
+            body = "\n".join(filter(None, [rest, *notes]))
+            rkind = files[0]["kind"]
+            f0 = files[0]
+            facts = {"path": f0["path"], "sha": f0["sha"]}
+        else:
+            head = brackets.plain(ref)
+            body = "\n".join([*parts, *notes])
+            rkind = "patch"
+            facts = {}
+        capped = cap(body, ref, self.config) if body else None
+        shown = brackets.with_body(head, capped.text if capped else body)
+        return Result(rid, tool, shown, body, rkind, capped=capped is not None,
+                        elided_lines=capped.elided if capped else None, data=data,
+                        **facts)  # fmt: skip
+
+
+@dataclass
+class _Change:
+    path: str
+    key: str
+    old: str | None
+    new: str | None
+    real: Path | None = None
+    old_bytes: bytes | None = None
+    moved_to: str | None = None
+    dest: Path | None = None
+    dest_key: str | None = None
+
+
+def _commit_changes(changes: list[_Change]) -> None:
+    """Write the new contents; every check has already passed, so the change is all or nothing."""
+    for ch in changes:
+        assert ch.real is not None
+        target = ch.dest or ch.real
+        if ch.new is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(ch.new, encoding="utf-8", newline="")
+        if ch.new is None or ch.dest is not None:
+            ch.real.unlink(missing_ok=True)
+
+
+def _strict_text(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError("error.not_utf8", path=path) from None
+
+
+def _whole(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ToolError("error.bad_args", detail=f"{name} must be a whole number from 1")
+    return value

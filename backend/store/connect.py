@@ -1,0 +1,51 @@
+"""Opening the store: the same pragmas and schema check for the writer and the reader."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from . import schema
+from .paths import prepare
+from .schema import StoreError
+
+BUSY_TIMEOUT_MS = 10_000
+
+T = TypeVar("T")
+
+
+async def on_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
+    """Run `fn(sqlite3_connection, *args)` on the connection's own thread in one hop.
+
+    The cost of aiosqlite is per await (100-300 µs), not per statement; a whole transaction as
+    one hop is what keeps an insert under 2 ms. aiosqlite has no public call for this, so this
+    is the one place that reaches into it (the version is pinned in pyproject.toml).
+    """
+    return await conn._execute(fn, conn._conn, *args)
+
+
+async def open_connection(path: Path, *, create: bool, fts_max_chars: int = 1_000_000) -> aiosqlite.Connection:
+    path = Path(path)
+    if create:
+        prepare(path)
+    elif not path.exists():
+        raise StoreError(f"There is no store at {path}.")
+    try:
+        conn = await aiosqlite.connect(path, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"The store at {path} cannot be opened: {exc}.") from None
+    try:
+        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await conn.executescript(schema.PRAGMAS)
+        await on_thread(conn, schema.ensure, fts_max_chars)
+    except sqlite3.DatabaseError as exc:
+        await conn.close()
+        raise StoreError(f"{path} is not a ctxview store: {exc}.") from None
+    except BaseException:
+        await conn.close()
+        raise
+    return conn

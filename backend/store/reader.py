@@ -1,0 +1,207 @@
+"""The store's reader: one long-lived connection; list queries never load bodies."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import aiosqlite
+
+from .connect import open_connection
+from .records import EVENT_COLUMNS, SESSION_COLUMNS, Body, Event, SessionRow
+from .schema import StoreError
+
+_EVENT_SELECT = f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events"
+
+# Per-session figures, from the events: results, compactions, what the rules saved.
+_SESSION_SELECT = f"""
+SELECT {', '.join('s.' + c for c in SESSION_COLUMNS)},
+       coalesce(f.results, 0), coalesce(f.events, 0), coalesce(f.compactions, 0),
+       coalesce(f.shown, 0), coalesce(f.stored, 0), coalesce(f.saved, 0), coalesce(f.seen, 0),
+       coalesce(f.last_seq, 0)
+FROM sessions s LEFT JOIN (
+    SELECT session,
+           count(rid) AS results,
+           count(*) AS events,
+           sum(kind = 'compaction') AS compactions,
+           sum(shown_chars) AS shown,
+           sum(stored_chars) AS stored,
+           sum(CASE WHEN (capped OR rkind IN ('unchanged', 'same')) AND stored_chars > shown_chars
+                    THEN stored_chars - shown_chars ELSE 0 END) AS saved,
+           sum(coalesce(seen_chars, 0)) AS seen,
+           max(seq) AS last_seq
+    FROM events GROUP BY session
+) f ON f.session = s.id
+"""
+
+
+def _session(row: tuple) -> SessionRow:  # type: ignore[type-arg]
+    n = len(SESSION_COLUMNS)
+    s = SessionRow(*row[:n])
+    (s.results, s.events, s.compactions, s.chars_shown, s.chars_stored, s.chars_saved,
+     s.chars_seen, s.last_seq) = row[n:]  # fmt: skip
+    return s
+
+
+def _event(row: tuple) -> Event:  # type: ignore[type-arg]
+    return Event.from_row(row[0], row[1], row[2:])
+
+
+class Reader:
+    """Reads the store. Keep one open: open/close per poll makes -wal/-shm come and go."""
+
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    async def open(cls, path: Path | str) -> Reader:
+        path = Path(path)
+        conn = await open_connection(path, create=False)
+        return cls(conn, path)
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def __aenter__(self) -> Reader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def data_version(self) -> int:
+        """Changes whenever another connection commits: the cheap "did anything commit?" check."""
+        async with self._conn.execute("PRAGMA data_version") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    # Sessions
+
+    async def sessions(self) -> list[SessionRow]:
+        """All sessions, newest first."""
+        rows = await self._conn.execute_fetchall(_SESSION_SELECT + " ORDER BY s.started DESC, s.id")
+        return [_session(r) for r in rows]
+
+    async def session(self, session_id: str) -> SessionRow | None:
+        rows = await self._conn.execute_fetchall(_SESSION_SELECT + " WHERE s.id = ?", (session_id,))
+        return _session(rows[0]) if rows else None
+
+    async def resolve_session(self, ref: str | None) -> SessionRow:
+        """A session by id or unique id prefix; the newest when `ref` is None."""
+        if ref is None:
+            rows = await self._conn.execute_fetchall(
+                "SELECT id FROM sessions ORDER BY started DESC, rowid DESC LIMIT 1"
+            )
+            if not rows:
+                raise StoreError(f"The store at {self.path} has no sessions yet.")
+            found = await self.session(rows[0][0])
+            assert found is not None
+            return found
+        exact = await self.session(ref)
+        if exact:
+            return exact
+        rows = await self._conn.execute_fetchall(
+            "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 2",
+            (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),
+        )
+        if not rows:
+            raise StoreError(f"There is no session {ref} in the store.")
+        if len(rows) > 1:
+            raise StoreError(f"More than one session starts with {ref}; give more of its id.")
+        found = await self.session(rows[0][0])
+        assert found is not None
+        return found
+
+    # Events
+
+    async def events(
+        self, session_id: str, after: int = 0, limit: int | None = None
+    ) -> list[Event]:
+        """The session's events past sequence number `after`, in order, without bodies."""
+        sql = _EVENT_SELECT + " WHERE session = ? AND seq > ? ORDER BY seq"
+        params: tuple = (session_id, after)  # type: ignore[type-arg]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params += (limit,)
+        return [_event(r) for r in await self._conn.execute_fetchall(sql, params)]
+
+    async def events_range(self, session_id: str, first: int, last: int) -> list[Event]:
+        rows = await self._conn.execute_fetchall(
+            _EVENT_SELECT + " WHERE session = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            (session_id, first, last),
+        )
+        return [_event(r) for r in rows]
+
+    async def last_seq(self, session_id: str) -> int:
+        rows = await self._conn.execute_fetchall(
+            "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (session_id,)
+        )
+        return int(rows[0][0])
+
+    async def result(self, session_id: str, rid: int) -> Event | None:
+        rows = await self._conn.execute_fetchall(
+            _EVENT_SELECT + " WHERE session = ? AND rid = ?", (session_id, rid)
+        )
+        return _event(rows[0]) if rows else None
+
+    async def pointing_at(self, session_id: str, rid: int) -> list[Event]:
+        """The stubs and recalls that point back at a result."""
+        rows = await self._conn.execute_fetchall(
+            _EVENT_SELECT + " WHERE session = ? AND points_to = ? ORDER BY seq",
+            (session_id, rid),
+        )
+        return [_event(r) for r in rows]
+
+    async def path_events(self, session_id: str, path: str) -> list[Event]:
+        """One file's reads, edits and stubs, in order: the chain a path leaves."""
+        rows = await self._conn.execute_fetchall(
+            _EVENT_SELECT + " WHERE session = ? AND path = ? AND kind = 'result' ORDER BY seq",
+            (session_id, path),
+        )
+        return [_event(r) for r in rows]
+
+    # Bodies
+
+    async def body(self, session_id: str, rid: int) -> Body | None:
+        rows = await self._conn.execute_fetchall(
+            "SELECT rid, shown, stored FROM bodies WHERE session = ? AND rid = ?",
+            (session_id, rid),
+        )
+        return Body(*rows[0]) if rows else None
+
+    async def bodies(self, session_id: str, rids: list[int]) -> dict[int, Body]:
+        """Several bodies in one range query (the visible part of a transcript)."""
+        if not rids:
+            return {}
+        marks = ",".join("?" for _ in rids)
+        rows = await self._conn.execute_fetchall(
+            f"SELECT rid, shown, stored FROM bodies WHERE session = ? AND rid IN ({marks})",
+            (session_id, *rids),
+        )
+        return {r[0]: Body(*r) for r in rows}
+
+    async def search(self, session_id: str, query: str, limit: int = 1000) -> list[int]:
+        """Ids of the session's stored results that match `query` (FTS5), in id order."""
+        match = fts_query(query)
+        if not match:
+            return []
+        rows = await self._conn.execute_fetchall(
+            "SELECT b.rid FROM bodies_fts f JOIN bodies b ON b.rowid = f.rowid "
+            "WHERE bodies_fts MATCH ? AND b.session = ? ORDER BY b.rid LIMIT ?",
+            (match, session_id, limit),
+        )
+        return [r[0] for r in rows]
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_query(text: str) -> str:
+    """Plain words to an FTS5 query: every word must appear (as a prefix for the last one), so
+    a person never has to know FTS5's syntax and never hits its syntax errors."""
+    words = _WORD.findall(text)
+    if not words:
+        return ""
+    quoted = [f'"{w}"' for w in words]
+    quoted[-1] += "*"
+    return " ".join(quoted)

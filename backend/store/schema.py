@@ -1,0 +1,154 @@
+"""The store's schema, its version, and the migrations that bring an older store forward."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x63747876  # "ctxv": marks a SQLite file as a ctxview store
+
+
+class StoreError(Exception):
+    """The store cannot be used; the message is one sentence for the person at the terminal."""
+
+
+PRAGMAS = """
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+PRAGMA foreign_keys = OFF;
+PRAGMA journal_size_limit = 67108864;
+"""
+
+# Version 1. Events are the session's timeline; a result's facts are columns of its event so the
+# viewer never parses text; bodies (what the model saw, and the full stored text) are apart so
+# that listing a transcript never loads them.
+SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS sessions (
+    id             TEXT PRIMARY KEY,
+    title          TEXT NOT NULL DEFAULT '',
+    workspace      TEXT NOT NULL DEFAULT '',
+    source         TEXT NOT NULL DEFAULT 'live',   -- live | demo | claude-code | codex
+    source_path    TEXT,
+    source_ref     TEXT,                           -- the source's own session id
+    parent_session TEXT,                           -- a sub-agent's parent session
+    parent_call    TEXT,                           -- the tool call that started it
+    started        REAL NOT NULL,
+    ended          REAL,
+    config         TEXT NOT NULL DEFAULT '{}',     -- dotted-key overrides
+    next_rid       INTEGER NOT NULL,               -- ids are never given twice
+    data           TEXT NOT NULL DEFAULT '{}'
+);
+
+CREATE TABLE IF NOT EXISTS events (
+    session      TEXT NOT NULL,
+    seq          INTEGER NOT NULL,                 -- grows by one per event of the session
+    ts           REAL NOT NULL,
+    kind         TEXT NOT NULL,                    -- message | call | result | compaction | end
+    role         TEXT,                             -- message: user | assistant | system
+    tool         TEXT,                             -- call, result
+    call_ref     TEXT,                             -- pairs a call with its result
+    args         TEXT,                             -- call: JSON
+    text         TEXT,                             -- message text; compaction: the summary
+    rid          INTEGER,                          -- result: its id
+    rkind        TEXT,                             -- full | unchanged | same | recall | error | edit | created | deleted | patch
+    points_to    INTEGER,                          -- stub: the full result; recall: the recalled id
+    capped       INTEGER NOT NULL DEFAULT 0,
+    elided_lines INTEGER,
+    path         TEXT,                             -- read / edit: the path as the call gave it
+    line_from    INTEGER,
+    line_to      INTEGER,
+    line_total   INTEGER,
+    sha          TEXT,                             -- full SHA-256 of the file's content
+    shown_chars  INTEGER,                          -- what the model was given
+    shown_lines  INTEGER,
+    stored_chars INTEGER,                          -- the full stored text
+    stored_lines INTEGER,
+    seen_chars   INTEGER,                          -- import: what the agent really got
+    data         TEXT,                             -- JSON extras (usage, table rows, +/- counts)
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+
+CREATE UNIQUE INDEX IF NOT EXISTS events_rid ON events (session, rid) WHERE rid IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_points_to ON events (session, points_to)
+    WHERE points_to IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_path ON events (session, path) WHERE path IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS bodies (
+    session TEXT NOT NULL,
+    rid     INTEGER NOT NULL,
+    shown   TEXT NOT NULL,                         -- exactly what the model was given
+    stored  TEXT NOT NULL,                         -- in full, before any cap; a stub's: what it stands for
+    UNIQUE (session, rid)
+);
+
+-- Full-text search over stored results; contentless (bodies are never deleted), its rowid is
+-- the body's rowid. SQLite 3.40 has no contentless_delete.
+CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5 (stored, content = '');
+"""
+
+
+def fts_trigger(max_chars: int) -> str:
+    return f"""
+CREATE TRIGGER IF NOT EXISTS bodies_fts_insert AFTER INSERT ON bodies BEGIN
+    INSERT INTO bodies_fts (rowid, stored) VALUES (new.rowid, substr(new.stored, 1, {int(max_chars)}));
+END;
+"""
+
+
+# version -> the step that brings a store of that version to the next one.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+
+
+def ensure(conn: sqlite3.Connection, fts_max_chars: int = 1_000_000) -> None:
+    """Create a new store, migrate an older one, refuse a newer or foreign one (one sentence)."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables and "meta" not in tables):
+        raise StoreError("This file is an SQLite database but not a ctxview store; refusing to touch it.")
+    if not tables:
+        conn.executescript(
+            "BEGIN IMMEDIATE;" + SCHEMA_V1 + RID_TRIGGER + fts_trigger(fts_max_chars) + "COMMIT;"
+        )
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+        conn.commit()
+        return
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        raise StoreError("The store has no schema version; it was not written by ctxview.")
+    try:
+        version = int(row[0])
+    except ValueError:
+        raise StoreError(f"The store's schema version {row[0]!r} is not a number.") from None
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"The store was written by a newer ctxview (schema {version}; this one reads "
+            f"up to {SCHEMA_VERSION}); upgrade ctxview to open it."
+        )
+    while version < SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise StoreError(f"No migration from store schema {version}; it cannot be opened.")
+        conn.execute("BEGIN IMMEDIATE")
+        step(conn)
+        version += 1
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        conn.commit()
+
+# Keeps the id counter with the session in the same transaction as the result that used the id,
+# so an id is never given twice, not after a crash.
+RID_TRIGGER = """
+CREATE TRIGGER IF NOT EXISTS events_next_rid AFTER INSERT ON events
+WHEN new.rid IS NOT NULL BEGIN
+    UPDATE sessions SET next_rid = max(next_rid, new.rid + 1) WHERE id = new.session;
+END;
+"""

@@ -1,0 +1,171 @@
+"""The store's writer: each step of a live session is one committed transaction; an import batches."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from .connect import on_thread, open_connection
+from .records import EVENT_COLUMNS, Body, Event, Pending
+from .schema import StoreError
+
+_EVENT_SQL = (
+    f"INSERT INTO events (session, seq, {', '.join(EVENT_COLUMNS)}) VALUES "
+    f"(?1, (SELECT coalesce(max(seq), 0) + 1 FROM events WHERE session = ?1), "
+    f"{', '.join('?' for _ in EVENT_COLUMNS)})"
+)
+_BODY_SQL = "INSERT INTO bodies (session, rid, shown, stored) VALUES (?, ?, ?, ?)"
+
+
+def _write(conn: sqlite3.Connection, session: str, pending: Sequence[Pending]) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(
+            _EVENT_SQL, [(session, *e.values()) for p in pending for e in p.events]
+        )
+        conn.executemany(
+            _BODY_SQL, [(session, b.rid, b.shown, b.stored) for p in pending for b in p.bodies]
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+class Writer:
+    """One long-lived connection that writes. Several processes may each hold one (busy timeout)."""
+
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._batch: dict[str, list[Pending]] | None = None
+        self._batch_size = 0
+
+    @classmethod
+    async def open(cls, path: Path | str, *, fts_max_chars: int = 1_000_000) -> Writer:
+        path = Path(path)
+        conn = await open_connection(path, create=True, fts_max_chars=fts_max_chars)
+        return cls(conn, path)
+
+    async def close(self) -> None:
+        await self.flush()
+        await self._conn.close()
+
+    async def __aenter__(self) -> Writer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        title: str = "",
+        workspace: str = "",
+        source: str = "live",
+        config: str = "{}",
+        next_rid: int,
+        started: float | None = None,
+        source_path: str | None = None,
+        source_ref: str | None = None,
+        parent_session: str | None = None,
+        parent_call: str | None = None,
+        data: str = "{}",
+    ) -> None:
+        await self._conn.execute(
+            "INSERT INTO sessions (id, title, workspace, source, source_path, source_ref, "
+            "parent_session, parent_call, started, config, next_rid, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id, title, workspace, source, source_path, source_ref,
+                parent_session, parent_call, started if started is not None else time.time(),
+                config, next_rid, data,
+            ),
+        )  # fmt: skip
+
+    async def update_session(self, session_id: str, **fields: Any) -> None:
+        allowed = {"title", "workspace", "ended", "data", "source_path", "source_ref",
+                   "parent_session", "parent_call"}  # fmt: skip
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot update session fields {sorted(unknown)}")
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        await self.flush()
+        await self._conn.execute(
+            f"UPDATE sessions SET {sets} WHERE id = ?", (*fields.values(), session_id)
+        )
+
+    async def append(
+        self, session_id: str, events: Sequence[Event], bodies: Sequence[Body] = ()
+    ) -> None:
+        """Commit one step's events and bodies together, or queue them inside `batch()`."""
+        pending = Pending(list(events), list(bodies))
+        if self._batch is not None:
+            self._batch.setdefault(session_id, []).append(pending)
+            self._batch_size += len(pending.events)
+            if self._batch_size >= self.batch_rows:
+                await self.flush()
+            return
+        await on_thread(self._conn, _write, session_id, [pending])
+
+    batch_rows = 2000
+
+    @asynccontextmanager
+    async def batch(self) -> AsyncIterator[None]:
+        """Queue appends and commit them in large transactions (an import of an existing file)."""
+        if self._batch is not None:
+            yield
+            return
+        self._batch = {}
+        try:
+            yield
+        finally:
+            await self.flush()
+            self._batch = None
+
+    async def flush(self) -> None:
+        if not self._batch:
+            return
+        queued, self._batch, self._batch_size = self._batch, {}, 0
+        for session_id, pending in queued.items():
+            await on_thread(self._conn, _write, session_id, pending)
+
+    async def checkpoint(self) -> None:
+        await self.flush()
+        await self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    # What the engine itself reads back: recall's stored text, and a session to resume.
+
+    async def stored_text(self, session_id: str, rid: int) -> str | None:
+        await self.flush()
+        rows = await self._conn.execute_fetchall(
+            "SELECT stored FROM bodies WHERE session = ? AND rid = ?", (session_id, rid)
+        )
+        return rows[0][0] if rows else None
+
+    async def session_state(self, session_id: str) -> dict[str, Any]:
+        await self.flush()
+        rows = await self._conn.execute_fetchall(
+            "SELECT workspace, config, next_rid FROM sessions WHERE id = ?", (session_id,)
+        )
+        if not rows:
+            raise StoreError(f"There is no session {session_id} in the store.")
+        workspace, config, next_rid = rows[0]
+        events = await self._conn.execute_fetchall(
+            f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events "
+            "WHERE session = ? AND kind IN ('result', 'compaction') ORDER BY seq",
+            (session_id,),
+        )
+        return {
+            "workspace": workspace,
+            "config": config,
+            "next_rid": next_rid,
+            "events": [Event.from_row(r[0], r[1], r[2:]) for r in events],
+        }
