@@ -33,12 +33,10 @@ class Config(Mapping[str, Any]):
             default = values[key]
             if key == "ids.first":
                 value = _parse_first_id(value)
-            elif isinstance(default, bool) or not isinstance(value, type(default)):
-                if not (isinstance(default, int | float) and isinstance(value, int | float)):
-                    raise ConfigError(
-                        f"Config key {key!r} takes a {type(default).__name__}, "
-                        f"not {value!r}."
-                    )
+            elif not _same_type(default, value):
+                raise ConfigError(
+                    f"Config key {key!r} takes a {type(default).__name__}, not {value!r}."
+                )
             values[key] = value
         values["ids.first"] = _parse_first_id(values["ids.first"])
         self._values = values
@@ -68,3 +66,11 @@ def _parse_first_id(value: Any) -> int:
         except ValueError:
             pass
     raise ConfigError(f"Config key 'ids.first' takes hex digits such as \"1000\", not {value!r}.")
+
+
+def _same_type(default: Any, value: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, int | float):
+        return isinstance(value, int | float)
+    return isinstance(value, type(default))

@@ -154,7 +154,9 @@ class Session:
                 dedupe.add_read(ReadEntry(ev.rid, extra["key"], ev.path or "", ev.line_from or 0,
                                           ev.line_to or 0, ev.line_total or 0, ev.sha))  # fmt: skip
             elif "text_sha" in extra and ev.rkind != "same":
-                dedupe.add_result(ResultEntry(ev.rid, ev.tool, extra["args_key"], extra["text_sha"]))
+                dedupe.add_result(
+                    ResultEntry(ev.rid, ev.tool, extra["args_key"], extra["text_sha"])
+                )
             if ev.sha and "key" in extra:
                 known[extra["key"]] = (ev.sha, ev.rid)
         session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"],
@@ -589,8 +591,11 @@ class Session:
                 kind = "created"
             else:
                 diff = unified(ch.old, ch.new)
-                parts.append(brackets.with_body(bracket, diff) if diff
-                             else brackets.with_sentence(bracket, self.config["text.no_change"]))
+                parts.append(
+                    brackets.with_body(bracket, diff)
+                    if diff
+                    else brackets.with_sentence(bracket, self.config["text.no_change"])
+                )
                 kind = "moved" if ch.moved_to else "edit"
             plus, minus = counts(diff)
             added, removed = added + plus, removed + minus

@@ -31,7 +31,9 @@ def recall_empty(ref: str, target: str) -> str:
     return f"[{ref} recall {target} empty]"
 
 
-def file_change(path: str, sha: str | None, ref: str | None = None, moved_to: str | None = None) -> str:
+def file_change(
+    path: str, sha: str | None, ref: str | None = None, moved_to: str | None = None
+) -> str:
     """An edit's bracket: `[#e201 src/app.ts sha 7d0a91c3]`, `[old.md deleted]` when sha is None,
     and `[src/a.ts moved to src/b.ts sha …]` for a patch's move. Without ref: a patch's file line."""
     head = f"{ref} " if ref else ""

@@ -28,7 +28,9 @@ async def on_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any
     return await conn._execute(fn, conn._conn, *args)
 
 
-async def open_connection(path: Path, *, create: bool, fts_max_chars: int = 1_000_000) -> aiosqlite.Connection:
+async def open_connection(
+    path: Path, *, create: bool, fts_max_chars: int = 1_000_000
+) -> aiosqlite.Connection:
     path = Path(path)
     if create:
         prepare(path)

@@ -15,7 +15,7 @@ _EVENT_SELECT = f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events"
 
 # Per-session figures, from the events: results, compactions, what the rules saved.
 _SESSION_SELECT = f"""
-SELECT {', '.join('s.' + c for c in SESSION_COLUMNS)},
+SELECT {", ".join("s." + c for c in SESSION_COLUMNS)},
        coalesce(f.results, 0), coalesce(f.events, 0), coalesce(f.compactions, 0),
        coalesce(f.shown, 0), coalesce(f.stored, 0), coalesce(f.saved, 0), coalesce(f.seen, 0),
        coalesce(f.last_seq, 0)

@@ -110,7 +110,9 @@ def ensure(conn: sqlite3.Connection, fts_max_chars: int = 1_000_000) -> None:
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables and "meta" not in tables):
-        raise StoreError("This file is an SQLite database but not a ctxview store; refusing to touch it.")
+        raise StoreError(
+            "This file is an SQLite database but not a ctxview store; refusing to touch it."
+        )
     if not tables:
         conn.executescript(
             "BEGIN IMMEDIATE;" + SCHEMA_V1 + RID_TRIGGER + fts_trigger(fts_max_chars) + "COMMIT;"
@@ -143,6 +145,7 @@ def ensure(conn: sqlite3.Connection, fts_max_chars: int = 1_000_000) -> None:
         version += 1
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
         conn.commit()
+
 
 # Keeps the id counter with the session in the same transaction as the result that used the id,
 # so an id is never given twice, not after a crash.

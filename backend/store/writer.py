@@ -26,9 +26,7 @@ _BODY_SQL = "INSERT INTO bodies (session, rid, shown, stored) VALUES (?, ?, ?, ?
 def _write(conn: sqlite3.Connection, session: str, pending: Sequence[Pending]) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany(
-            _EVENT_SQL, [(session, *e.values()) for p in pending for e in p.events]
-        )
+        conn.executemany(_EVENT_SQL, [(session, *e.values()) for p in pending for e in p.events])
         conn.executemany(
             _BODY_SQL, [(session, b.rid, b.shown, b.stored) for p in pending for b in p.bodies]
         )

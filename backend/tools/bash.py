@@ -41,4 +41,3 @@ async def run(command: str, cwd: Path, timeout: float) -> CommandOutput:
         await proc.wait()
         return CommandOutput(b"".join(chunks), None, True)
     return CommandOutput(b"".join(chunks), proc.returncode, False)
-

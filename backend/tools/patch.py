@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 from .errors import ToolError
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
-ADD, UPDATE, DELETE, MOVE = "*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "
+ADD, UPDATE, DELETE, MOVE = (
+    "*** Add File: ",
+    "*** Update File: ",
+    "*** Delete File: ",
+    "*** Move to: ",
+)
 END_OF_FILE = "*** End of File"
 
 
@@ -46,7 +51,7 @@ def parse(patch: str) -> list[FileOp]:
     while i < len(body):
         line = body[i]
         if line.startswith(ADD):
-            op = FileOp("add", line[len(ADD):].strip())
+            op = FileOp("add", line[len(ADD) :].strip())
             i += 1
             added: list[str] = []
             while i < len(body) and not body[i].startswith("*** "):
@@ -57,13 +62,13 @@ def parse(patch: str) -> list[FileOp]:
             op.content = "".join(added)
             ops.append(op)
         elif line.startswith(DELETE):
-            ops.append(FileOp("delete", line[len(DELETE):].strip()))
+            ops.append(FileOp("delete", line[len(DELETE) :].strip()))
             i += 1
         elif line.startswith(UPDATE):
-            op = FileOp("update", line[len(UPDATE):].strip())
+            op = FileOp("update", line[len(UPDATE) :].strip())
             i += 1
             if i < len(body) and body[i].startswith(MOVE):
-                op.move_to = body[i][len(MOVE):].strip()
+                op.move_to = body[i][len(MOVE) :].strip()
                 i += 1
             chunk: Chunk | None = None
             while i < len(body) and not (

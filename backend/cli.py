@@ -1,0 +1,75 @@
+"""The `ctxview` command. Each sub-command lives in backend/commands/<name>.py with
+`add_arguments(parser)` and `run(args) -> int`; this file only wires them up."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from .store.schema import StoreError
+
+# name -> (module, one-line help). Bare `ctxview` is `ctxview view`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "view": ("view", "open the viewer on the store (the default command)"),
+    "demo": ("demo", "write a scripted live session and watch it in the viewer"),
+    "serve": ("serve", "serve the viewer to a browser (textual-serve)"),
+    "sessions": ("sessions", "list the store's sessions"),
+    "show": ("show", "print a session's transcript as the model saw it"),
+    "recall": ("recall", "print a stored result in full"),
+    "conformance": ("conformance", "run conformance case files against the engine"),
+    "import": ("import_", "import Claude Code and Codex transcripts through the rules"),
+    "follow": ("follow", "follow a transcript that is still being written"),
+    "stats": ("stats", "what hygiene saved, per session and in total"),
+}
+
+
+class CliError(Exception):
+    """A one-sentence error for stderr; the command exits non-zero."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxview",
+        description="See what an AI coding agent's context really holds.",
+    )
+    parser.add_argument("--store", help="the store file (default: $CTXVIEW_STORE or "
+                        "~/.local/state/ctxview/store.db)")  # fmt: skip
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        try:
+            mod = importlib.import_module(f"backend.commands.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"backend.commands.{module}":
+                raise
+            continue  # a command not built yet
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--store", default=argparse.SUPPRESS, help="the store file")
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    known = {a for a in parser._subparsers._group_actions[0].choices}  # type: ignore[union-attr]
+    if not any(a in known for a in argv) and not any(a in ("-h", "--help") for a in argv):
+        argv = ["view", *argv] if "view" in known else argv
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(run(args) or 0)
+    except (CliError, StoreError) as exc:
+        print(f"ctxview: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The sub-commands of `ctxview`, one module each."""
