@@ -1,0 +1,1 @@
+"""The Textual viewer of a ctxview store."""

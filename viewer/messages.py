@@ -1,0 +1,26 @@
+"""Messages the viewer's parts send each other (the watcher, the screens, the palette)."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class StoreChanged(Message):
+    """Something was committed to the store (posted by the StoreWatcher)."""
+
+
+class OpenSession(Message):
+    """Open a session's transcript."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+
+
+class OpenResult(Message):
+    """Open the full stored result `rid` of a session."""
+
+    def __init__(self, session_id: str, rid: int) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.rid = rid

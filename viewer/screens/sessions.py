@@ -1,0 +1,236 @@
+"""The list of the store's sessions; Enter opens one, new ones appear live."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from backend.store.records import SessionRow
+from viewer.messages import OpenSession, StoreChanged
+
+COLUMNS = (
+    ("title", "Title"),
+    ("workspace", "Workspace"),
+    ("started", "Started"),
+    ("results", "Results"),
+    ("state", "State"),
+    ("saved", "Chars saved"),
+    ("source", "Source"),
+)
+
+# At most one reload of the list per this many seconds while rows stream in.
+_MIN_RELOAD = 0.25
+
+
+def human_count(n: int) -> str:
+    """12345 -> '12.3k': the savings column reads at a glance."""
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)
+
+
+def short_path(path: str, width: int = 40) -> str:
+    """The home folder as ~, and the tail of a long path, which is the part that tells."""
+    home = str(Path.home())
+    if home != "/" and (path == home or path.startswith(home + "/")):
+        path = "~" + path[len(home) :]
+    return path if len(path) <= width else "…" + path[-(width - 1) :]
+
+
+def format_started(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def ordered(sessions: list[SessionRow]) -> list[tuple[SessionRow, int]]:
+    """Sessions newest first, each sub-agent session right under its parent, with its depth."""
+    ids = {s.id for s in sessions}
+    children: dict[str, list[SessionRow]] = {}
+    roots: list[SessionRow] = []
+    for s in sessions:
+        if s.parent_session and s.parent_session in ids and s.parent_session != s.id:
+            children.setdefault(s.parent_session, []).append(s)
+        else:
+            roots.append(s)
+    out: list[tuple[SessionRow, int]] = []
+    seen: set[str] = set()
+
+    def walk(s: SessionRow, depth: int) -> None:
+        if s.id in seen:  # a cycle in bad data must not hang the list
+            return
+        seen.add(s.id)
+        out.append((s, depth))
+        # Sub-agents in the order they started.
+        for child in sorted(children.get(s.id, []), key=lambda c: (c.started, c.id)):
+            walk(child, depth + 1)
+
+    for s in roots:
+        walk(s, 0)
+    for s in sessions:  # anything left in a cycle still shows
+        if s.id not in seen:
+            walk(s, 0)
+    return out
+
+
+@dataclass(frozen=True)
+class RowView:
+    """What one row shows: compared between reloads so an idle list is not redrawn."""
+
+    key: str
+    cells: tuple[str, ...]
+    live: bool
+    depth: int
+
+
+def row_view(s: SessionRow, depth: int) -> RowView:
+    title = s.title or s.id[:12]
+    if depth:
+        title = "  " * (depth - 1) + "└ " + title
+    cells = (
+        title,
+        short_path(s.workspace),
+        format_started(s.started),
+        str(s.results),
+        "live" if s.live else "ended",
+        human_count(s.chars_saved),
+        s.source,
+    )
+    return RowView(s.id, cells, s.live, depth)
+
+
+def _cells(row: RowView) -> list[Text]:
+    # Text objects, never str: a title is untrusted and must not be parsed as markup.
+    title, workspace, started, results, state, saved, source = row.cells
+    return [
+        Text(title, style="dim" if row.depth else ""),
+        Text(workspace, style="dim"),
+        Text(started),
+        Text(results, justify="right"),
+        Text(state, style="bold green" if row.live else "dim"),
+        Text(saved, justify="right"),
+        Text(source, style="dim"),
+    ]
+
+
+class SessionsScreen(Screen[None]):
+    """A DataTable of sessions. Reads through `app.reader`; reloads on StoreChanged."""
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("enter", "open", "Open", show=True, priority=False),
+        Binding("r", "reload", "Reload", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    SessionsScreen #sessions-empty { padding: 1 2; color: $text-muted; display: none; }
+    SessionsScreen.-empty #sessions-empty { display: block; }
+    SessionsScreen.-empty DataTable { display: none; }
+    SessionsScreen DataTable { height: 1fr; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: list[RowView] = []
+        self._dirty = False
+        self._last_reload = 0.0
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("No sessions in this store yet.", id="sessions-empty", markup=False)
+        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True, id="sessions")
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "ctxview"
+        self.sub_title = "sessions"
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        if self._dirty:
+            self.reload()
+
+    @on(StoreChanged)
+    def _store_changed(self, event: StoreChanged) -> None:
+        event.stop()
+        if not self.is_current:  # reload when shown again
+            self._dirty = True
+            return
+        self.reload()
+
+    def action_reload(self) -> None:
+        self.reload()
+
+    @work(exclusive=True, group="sessions-reload")
+    async def reload(self) -> None:
+        """Read the list and update the table; exclusive, so bursts of changes collapse."""
+        self._dirty = False
+        wait = self._last_reload + _MIN_RELOAD - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self._last_reload = time.monotonic()
+        reader = self.app.reader  # type: ignore[attr-defined]
+        sessions = await reader.sessions()
+        self.show([row_view(s, depth) for s, depth in ordered(sessions)])
+
+    def show(self, rows: list[RowView]) -> None:
+        if rows == self._rows:
+            return
+        table = self.query_one(DataTable)
+        keep = self._cursor_key(table)
+        old_keys = [r.key for r in self._rows]
+        new_keys = [r.key for r in rows]
+        if old_keys == new_keys:
+            # Same sessions in the same order: update the cells that changed, no flicker.
+            for old, new in zip(self._rows, rows, strict=True):
+                if old != new:
+                    for (col, _), cell, prev, was in zip(
+                        COLUMNS, _cells(new), new.cells, old.cells, strict=True
+                    ):
+                        if prev != was:
+                            table.update_cell(new.key, col, cell)
+        else:
+            table.clear()
+            for row in rows:
+                table.add_row(*_cells(row), key=row.key)
+            if keep in new_keys:
+                table.move_cursor(row=new_keys.index(keep), animate=False)
+        self._rows = rows
+        self.set_class(not rows, "-empty")
+
+    @staticmethod
+    def _cursor_key(table: DataTable[Text]) -> str | None:
+        if not table.row_count:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except Exception:  # the cursor can be past the rows while they change
+            return None
+        return key.value
+
+    @property
+    def session_ids(self) -> list[str]:
+        """The ids in the order shown (for tests and the palette)."""
+        return [r.key for r in self._rows]
+
+    def action_open(self) -> None:
+        key = self._cursor_key(self.query_one(DataTable))
+        if key:
+            self.post_message(OpenSession(key))
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value:
+            self.post_message(OpenSession(event.row_key.value))
