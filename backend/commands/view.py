@@ -1,0 +1,60 @@
+"""`ctxview view [--session ID] [--jump ID] [--theme NAME]`: the viewer (bare `ctxview` runs it)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from ..cli import CliError
+from ..rules.ids import format_id, parse_id
+from ..store import Reader, StoreError
+from .common import store_path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--session", help="open this session (id or unique prefix)")
+    parser.add_argument("--jump", metavar="ID", help="open at this result id (#1a2b or 1a2b)")
+    parser.add_argument("--theme", help="the theme (ctxview-dark, ctxview-light, ...)")
+
+
+async def _check(args: argparse.Namespace) -> str | None:
+    """Refuse early, in one sentence, what the app could only show as a crash: a missing store,
+    an unknown session, an id that is not there."""
+    path = store_path(args)
+    if not path.exists():
+        raise CliError(f"There is no store at {path}; run `ctxview demo` to make one.")
+    reader = await Reader.open(path)
+    try:
+        session_id = None
+        if args.session or args.jump:
+            session_id = (await reader.resolve_session(args.session)).id
+        if args.jump:
+            rid = parse_id(args.jump)
+            if rid is None:
+                raise CliError(f"{args.jump!r} is not a result id (hex digits, with or without #).")
+            if await reader.result(session_id, rid) is None:  # type: ignore[arg-type]
+                raise CliError(f"There is no result {format_id(rid)} in session {session_id}.")
+        return session_id
+    finally:
+        await reader.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    session_id = asyncio.run(_check(args))
+    if args.theme:
+        try:
+            import themes
+        except ImportError:
+            themes = None  # type: ignore[assignment]
+        if themes is not None and args.theme not in themes.THEMES:
+            from textual.app import App
+
+            if args.theme not in App().available_themes:
+                raise CliError(themes.unknown_theme_message(args.theme))
+    from viewer.app import CtxviewApp
+
+    try:
+        CtxviewApp(store_path(args), session=session_id, jump=args.jump, theme=args.theme).run()
+    except StoreError:
+        raise
+    return 0

@@ -1,0 +1,86 @@
+"""Watching the store for commits by other processes.
+
+watchfiles on the store's folder (not recursive) with a small `step`: in WAL mode a commit shows
+up as a change of `store.db-wal` (a checkpoint changes `store.db`; `-shm` is never reported, so
+it is ignored). A slow `PRAGMA data_version` poll on the reader's own connection is the backstop
+for file systems where notification is missed (polling mode, network disks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from watchfiles import Change, awatch
+
+from backend.store import Reader
+
+STEP_MS = 16
+DEBOUNCE_MS = 200
+POLL_SECONDS = 1.0
+
+
+def store_filter(store: Path) -> Callable[[Change, str], bool]:
+    """Accept changes to the store file and its -wal only."""
+    names = {store.name, store.name + "-wal"}
+
+    def accept(_change: Change, path: str) -> bool:
+        return Path(path).name in names
+
+    return accept
+
+
+class StoreWatcher:
+    """Calls `notify()` soon after anything is committed to the store by another connection."""
+
+    def __init__(
+        self, store: Path, reader: Reader, notify: Callable[[], None], poll: float = POLL_SECONDS
+    ) -> None:
+        self.store = Path(store).resolve()
+        self.reader = reader
+        self.notify = notify
+        self.poll_seconds = poll
+        self._stop = asyncio.Event()
+        self._version: int | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._watch(), name="ctxview-watch"),
+            asyncio.create_task(self._poll(), name="ctxview-poll"),
+        ]
+
+    async def stop(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+
+    async def _watch(self) -> None:
+        async for _changes in awatch(
+            self.store.parent,
+            watch_filter=store_filter(self.store),
+            step=STEP_MS,
+            debounce=DEBOUNCE_MS,
+            recursive=False,
+            stop_event=self._stop,
+            rust_timeout=1000,
+            yield_on_timeout=False,
+        ):
+            self.notify()
+
+    async def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                version = await self.reader.data_version()
+            except Exception:  # the reader closed under us while the app stops
+                return
+            if self._version is not None and version != self._version:
+                self.notify()
+            self._version = version
+            await asyncio.sleep(self.poll_seconds)
