@@ -50,6 +50,16 @@ def pygments_style(theme_name: str, is_dark: bool = True) -> str:
     return found.pygments_style if found else FALLBACK_PYGMENTS[is_dark]
 
 
+def textual_theme_names() -> list[str]:
+    """Textual's own themes, which the app offers too."""
+    from textual.theme import BUILTIN_THEMES
+
+    return sorted(BUILTIN_THEMES)
+
+
 def unknown_theme_message(name: str) -> str:
     """One sentence for `--theme` with a name we do not have."""
-    return f"There is no theme {name!r}; the themes are {', '.join(sorted(THEMES))}."
+    return (
+        f"There is no theme {name!r}; the themes are {', '.join(THEMES)} "
+        f"(and Textual's own: {', '.join(textual_theme_names())})."
+    )

@@ -1,0 +1,75 @@
+"""`ctxview demo [--store PATH] [--pace SECONDS] [--no-view] [--theme NAME]`: a scripted agent
+session written live through the engine, watched in the viewer as it builds up."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from ..cli import CliError
+from ..demo import DEFAULT_PACE, DemoRun, open_demo, play, run_demo
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pace", type=float, default=DEFAULT_PACE, metavar="SECONDS",
+        help=f"pause between steps (default {DEFAULT_PACE}; 0: as fast as it can)",
+    )  # fmt: skip
+    parser.add_argument("--no-view", action="store_true",
+                        help="only write the session; print the store path and session id")  # fmt: skip
+    parser.add_argument("--theme", help="the viewer's theme (ctxview-dark, ctxview-light, ...)")
+
+
+def _store(args: argparse.Namespace) -> Path | None:
+    # Only an explicit --store: the demo never writes into the default store by surprise.
+    given = getattr(args, "store", None)
+    return Path(given).expanduser() if given else None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.pace < 0:
+        raise CliError("--pace must be 0 or more seconds.")
+    if args.theme:
+        import themes
+
+        if args.theme not in themes.THEMES and args.theme not in themes.textual_theme_names():
+            raise CliError(themes.unknown_theme_message(args.theme))
+    if args.no_view:
+        return asyncio.run(_write_only(args))
+    return asyncio.run(_view(args))
+
+
+async def _write_only(args: argparse.Namespace) -> int:
+    def tell(run: DemoRun) -> None:
+        print(f"store: {run.store}\nsession: {run.session_id}", flush=True)
+
+    await run_demo(_store(args), args.pace, on_open=tell)
+    return 0
+
+
+async def _view(args: argparse.Namespace) -> int:
+    from viewer.app import CtxviewApp
+
+    run = await open_demo(_store(args))
+    app = CtxviewApp(run.store, session=run.session_id, theme=args.theme)
+    task = asyncio.create_task(play(run, args.pace), name="ctxview-demo")
+
+    def finished(t: asyncio.Task[None]) -> None:
+        if not t.cancelled() and t.exception() is not None:
+            # Never print inside the app (stdout is the screen, or textual-serve's wire).
+            app.notify(f"The demo stopped: {t.exception()}", severity="error", timeout=30)
+
+    task.add_done_callback(finished)
+    try:
+        await app.run_async()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await run.close()
+    print(
+        f"The demo's store is {run.store}; open it again with: ctxview view --store {run.store}",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,3 @@
+"""tinyshop: a cart, discount codes, tax, shipping and a receipt."""
+
+__version__ = "0.3.0"
