@@ -28,9 +28,7 @@ async def on_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any
     return await conn._execute(fn, conn._conn, *args)
 
 
-async def open_connection(
-    path: Path, *, create: bool, fts_max_chars: int = 1_000_000
-) -> aiosqlite.Connection:
+async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
     path = Path(path)
     if create:
         prepare(path)
@@ -43,11 +41,21 @@ async def open_connection(
     try:
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         await conn.executescript(schema.PRAGMAS)
-        await on_thread(conn, schema.ensure, fts_max_chars)
+        await on_thread(conn, schema.ensure)
     except sqlite3.DatabaseError as exc:
         await conn.close()
-        raise StoreError(f"{path} is not a ctxview store: {exc}.") from None
+        raise StoreError(_refusal(path, exc)) from None
     except BaseException:
         await conn.close()
         raise
     return conn
+
+
+def _refusal(path: Path, exc: sqlite3.DatabaseError) -> str:
+    """SQLite's error as one sentence about the store."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name == "SQLITE_NOTADB":
+        return f"{path} is not an SQLite database, so it is not a ctxview store."
+    if name == "SQLITE_CORRUPT":
+        return f"The store at {path} is damaged ({exc}); it cannot be opened."
+    return f"The store at {path} cannot be opened: {exc}."

@@ -18,8 +18,12 @@ def prepare(path: Path) -> None:
     """Make the folder 0700 (when we create it) and the file 0600 before SQLite opens it."""
     folder = path.parent
     if not folder.exists():
-        folder.mkdir(parents=True, mode=0o700)
-        folder.chmod(0o700)  # mkdir's mode is masked by the umask
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o700)
+            folder.chmod(0o700)  # mkdir's mode is masked by the umask
+        except FileExistsError:
+            pass  # another process made it at the same moment
     if not path.exists():
         fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)

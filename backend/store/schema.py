@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x63747876  # "ctxv": marks a SQLite file as a ctxview store
 
 
@@ -94,6 +94,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS bodies_fts USING fts5 (stored, content = '');
 
 
 def fts_trigger(max_chars: int) -> str:
+    """Version 1 indexed bodies by trigger; version 2 drops it (see `_to_v2`). Kept so a test can
+    build a real version-1 store."""
     return f"""
 CREATE TRIGGER IF NOT EXISTS bodies_fts_insert AFTER INSERT ON bodies BEGIN
     INSERT INTO bodies_fts (rowid, stored) VALUES (new.rowid, substr(new.stored, 1, {int(max_chars)}));
@@ -101,12 +103,38 @@ END;
 """
 
 
-# version -> the step that brings a store of that version to the next one.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+# Keeps the id counter with the session in the same transaction as the result that used the id,
+# so an id is never given twice, not after a crash.
+RID_TRIGGER = """
+CREATE TRIGGER IF NOT EXISTS events_next_rid AFTER INSERT ON events
+WHEN new.rid IS NOT NULL BEGIN
+    UPDATE sessions SET next_rid = max(next_rid, new.rid + 1) WHERE id = new.session;
+END;
+"""
 
 
-def ensure(conn: sqlite3.Connection, fts_max_chars: int = 1_000_000) -> None:
-    """Create a new store, migrate an older one, refuse a newer or foreign one (one sentence)."""
+def _to_v2(conn: sqlite3.Connection) -> None:
+    # The writer now feeds the full-text index itself: the trigger made SQLite hold one more
+    # whole copy of a body (the NEW row), 200 MB more for a 200 MB output.
+    conn.execute("DROP TRIGGER IF EXISTS bodies_fts_insert")
+    # A session's events of one kind in order: the viewer's stepping from message to message or
+    # compaction to compaction, and counting them, without a scan of the whole session.
+    conn.execute("CREATE INDEX IF NOT EXISTS events_kind ON events (session, kind)")
+    # Sub-agents under their parent, and the sessions list newest first.
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_session) "
+        "WHERE parent_session IS NOT NULL"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS sessions_started ON sessions (started)")
+
+
+# version -> the step that brings a store of that version to the next one. Steps are idempotent
+# and run inside the migration's transaction.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v2}
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    """The store's schema version, None for an empty file; refuses a file that is not ours."""
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables and "meta" not in tables):
@@ -114,16 +142,7 @@ def ensure(conn: sqlite3.Connection, fts_max_chars: int = 1_000_000) -> None:
             "This file is an SQLite database but not a ctxview store; refusing to touch it."
         )
     if not tables:
-        conn.executescript(
-            "BEGIN IMMEDIATE;" + SCHEMA_V1 + RID_TRIGGER + fts_trigger(fts_max_chars) + "COMMIT;"
-        )
-        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
-        conn.commit()
-        return
+        return None
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None:
         raise StoreError("The store has no schema version; it was not written by ctxview.")
@@ -136,22 +155,50 @@ def ensure(conn: sqlite3.Connection, fts_max_chars: int = 1_000_000) -> None:
             f"The store was written by a newer ctxview (schema {version}; this one reads "
             f"up to {SCHEMA_VERSION}); upgrade ctxview to open it."
         )
-    while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get(version)
-        if step is None:
-            raise StoreError(f"No migration from store schema {version}; it cannot be opened.")
-        conn.execute("BEGIN IMMEDIATE")
-        step(conn)
-        version += 1
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
-        conn.commit()
+    if version < 1:
+        raise StoreError(f"The store's schema version {version} is not one ctxview ever wrote.")
+    return version
 
 
-# Keeps the id counter with the session in the same transaction as the result that used the id,
-# so an id is never given twice, not after a crash.
-RID_TRIGGER = """
-CREATE TRIGGER IF NOT EXISTS events_next_rid AFTER INSERT ON events
-WHEN new.rid IS NOT NULL BEGIN
-    UPDATE sessions SET next_rid = max(next_rid, new.rid + 1) WHERE id = new.session;
-END;
-"""
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run each statement of `script` in the open transaction (executescript would commit it)."""
+    statement = ""
+    for piece in script.split(";"):
+        statement += piece + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \n;"):
+                conn.execute(statement)
+            statement = ""
+
+
+def ensure(conn: sqlite3.Connection) -> None:
+    """Create a new store, migrate an older one, refuse a newer or foreign one (one sentence).
+
+    A new store is built as version 1 and brought forward by the same steps as an old one, so
+    the two can never differ. The work is done under the write lock after looking again: another
+    process may have created or migrated the store in the meantime.
+    """
+    if _version(conn) == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = _version(conn)
+        if version is None:
+            _run_script(conn, SCHEMA_V1 + RID_TRIGGER)
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '1')")
+            version = 1
+        while version < SCHEMA_VERSION:
+            step = MIGRATIONS.get(version)
+            if step is None:
+                raise StoreError(f"No migration from store schema {version}; it cannot be opened.")
+            step(conn)
+            version += 1
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

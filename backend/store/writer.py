@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -21,35 +22,76 @@ _EVENT_SQL = (
     f"{', '.join('?' for _ in EVENT_COLUMNS)})"
 )
 _BODY_SQL = "INSERT INTO bodies (session, rid, shown, stored) VALUES (?, ?, ?, ?)"
+_FTS_SQL = (
+    "INSERT INTO bodies_fts (rowid, stored) "
+    "VALUES ((SELECT rowid FROM bodies WHERE session = ?1 AND rid = ?2), ?3)"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _write(conn: sqlite3.Connection, session: str, pending: Sequence[Pending]) -> None:
+def _write(
+    conn: sqlite3.Connection, session: str, pending: Sequence[Pending], fts_max_chars: int
+) -> None:
+    """One transaction. Text that is not valid Unicode (a lone surrogate, which a JSON escape
+    can carry) cannot be encoded for SQLite: it is stored with U+FFFD in its place. Looking for
+    one only after the encoder refused keeps a 200 MB body from being scanned twice."""
+    try:
+        _write_once(conn, session, pending, fts_max_chars, clean=False)
+    except UnicodeEncodeError:
+        _write_once(conn, session, pending, fts_max_chars, clean=True)
+
+
+def _write_once(
+    conn: sqlite3.Connection,
+    session: str,
+    pending: Sequence[Pending],
+    fts_max_chars: int,
+    *,
+    clean: bool,
+) -> None:
+    fix = _clean if clean else _same
+    events = [tuple(map(fix, (session, *e.values()))) for p in pending for e in p.events]
+    bodies = [(session, b.rid, fix(b.shown), fix(b.stored)) for p in pending for b in p.bodies]
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany(_EVENT_SQL, [(session, *e.values()) for p in pending for e in p.events])
+        conn.executemany(_EVENT_SQL, events)
+        conn.executemany(_BODY_SQL, bodies)
+        # Only the first fts.max_chars of a body are indexed; the slice is the only copy made.
         conn.executemany(
-            _BODY_SQL, [(session, b.rid, b.shown, b.stored) for p in pending for b in p.bodies]
+            _FTS_SQL, [(s, rid, stored[:fts_max_chars]) for s, rid, _, stored in bodies]
         )
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _clean(value: Any) -> Any:
+    return _SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
 
 
 class Writer:
     """One long-lived connection that writes. Several processes may each hold one (busy timeout)."""
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+    def __init__(
+        self, conn: aiosqlite.Connection, path: Path, fts_max_chars: int = 1_000_000
+    ) -> None:
         self._conn = conn
         self.path = path
+        self.fts_max_chars = fts_max_chars
         self._batch: dict[str, list[Pending]] | None = None
         self._batch_size = 0
 
     @classmethod
     async def open(cls, path: Path | str, *, fts_max_chars: int = 1_000_000) -> Writer:
         path = Path(path)
-        conn = await open_connection(path, create=True, fts_max_chars=fts_max_chars)
-        return cls(conn, path)
+        conn = await open_connection(path, create=True)
+        return cls(conn, path, fts_max_chars)
 
     async def close(self) -> None:
         await self.flush()
@@ -111,7 +153,7 @@ class Writer:
             if self._batch_size >= self.batch_rows:
                 await self.flush()
             return
-        await on_thread(self._conn, _write, session_id, [pending])
+        await on_thread(self._conn, _write, session_id, [pending], self.fts_max_chars)
 
     batch_rows = 2000
 
@@ -133,7 +175,7 @@ class Writer:
             return
         queued, self._batch, self._batch_size = self._batch, {}, 0
         for session_id, pending in queued.items():
-            await on_thread(self._conn, _write, session_id, pending)
+            await on_thread(self._conn, _write, session_id, pending, self.fts_max_chars)
 
     async def checkpoint(self) -> None:
         await self.flush()
