@@ -13,6 +13,12 @@ from .schema import StoreError
 
 _EVENT_SELECT = f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events"
 
+# Reader.outline's columns: enough to lay out and link a transcript of 100,000 results.
+OUTLINE_COLUMNS = ("seq", "kind", "role", "tool", "call_ref", "rid", "rkind", "points_to",
+                   "capped", "shown_lines", "stored_lines", "text_lines")  # fmt: skip
+OUTLINE_SELECT = (*OUTLINE_COLUMNS[:-1], "CASE WHEN kind IN ('message', 'compaction') THEN "
+                  "length(text) - length(replace(text, char(10), '')) + 1 END")  # fmt: skip
+
 # Per-session figures, from the events: results, compactions, what the rules saved.
 _SESSION_SELECT = f"""
 SELECT {", ".join("s." + c for c in SESSION_COLUMNS)},
@@ -179,6 +185,49 @@ class Reader:
             (session_id, *rids),
         )
         return {r[0]: Body(*r) for r in rows}
+
+    # What a long transcript view needs: lean rows to lay out, bodies only for what is shown.
+
+    async def outline(
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        before: int | None = None,
+        limit: int | None = None,
+    ) -> list[tuple]:  # type: ignore[type-arg]
+        """Lean rows (OUTLINE_COLUMNS) past `after`, oldest first, with no text or bodies. With
+        `before` and `limit`, the `limit` rows just before `before` (a viewer loads its tail first)."""
+        sql = f"SELECT {', '.join(OUTLINE_SELECT)} FROM events WHERE session = ? AND seq > ?"
+        params: tuple = (session_id, after)  # type: ignore[type-arg]
+        if before is not None:
+            sql += " AND seq < ?"
+            params += (before,)
+        sql += " ORDER BY seq DESC" if limit is not None else " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params += (limit,)
+        rows = await self._conn.execute_fetchall(sql, params)
+        return list(reversed(rows)) if limit is not None else list(rows)
+
+    async def count_kind(self, session_id: str, kind: str, upto: int) -> int:
+        """How many events of `kind` the session has up to sequence number `upto`."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT count(*) FROM events WHERE session = ? AND kind = ? AND seq <= ?",
+            (session_id, kind, upto),
+        )
+        return int(rows[0][0])
+
+    async def shown(self, session_id: str, rids: list[int]) -> dict[int, str]:
+        """What the model was given, for several results, without loading their stored text."""
+        if not rids:
+            return {}
+        marks = ",".join("?" for _ in rids)
+        rows = await self._conn.execute_fetchall(
+            f"SELECT rid, shown FROM bodies WHERE session = ? AND rid IN ({marks})",
+            (session_id, *rids),
+        )
+        return {r[0]: r[1] for r in rows}
 
     async def search(self, session_id: str, query: str, limit: int = 1000) -> list[int]:
         """Ids of the session's stored results that match `query` (FTS5), in id order."""
