@@ -190,6 +190,21 @@ class Writer:
         )
         return rows[0][0] if rows else None
 
+    async def session_info(self, session_id: str) -> dict[str, Any] | None:
+        """A session's own fields (no events), or None when there is no such session: an
+        importer asks whether a source was imported before and where it stopped."""
+        await self.flush()
+        rows = await self._conn.execute_fetchall(
+            "SELECT title, workspace, source, source_path, source_ref, parent_session, "
+            "parent_call, started, ended, data FROM sessions WHERE id = ?",
+            (session_id,),
+        )
+        if not rows:
+            return None
+        names = ("title", "workspace", "source", "source_path", "source_ref", "parent_session",
+                 "parent_call", "started", "ended", "data")  # fmt: skip
+        return dict(zip(names, rows[0], strict=True))
+
     async def session_state(self, session_id: str) -> dict[str, Any]:
         await self.flush()
         rows = await self._conn.execute_fetchall(

@@ -1,0 +1,366 @@
+"""Claude Code session JSONL, record by record (FORMATS.md §1), into ctxview sessions.
+
+File order is kept. Split assistant records (one per content block, sharing `message.id`) are
+merged into one message event, emitted when the run is interrupted (a tool result, a prompt, the
+end of what is there to read); its usage is the largest seen for that id, and should more of the
+same message come later, the later event carries only what grew, so usage summed over events
+counts each message once. A tool call is stored with its result, paired by `tool_use_id`.
+Sidechains: inline ones (1.0.x) become child sessions `cc-sc-<root uuid>` linked to the `Task`
+call whose prompt their first record repeats; agent files (2.0.x, 2.1.x) are imported as
+sessions of their own by the runner, and a parent's `Task`/`Agent` result names them by
+`toolUseResult.agentId`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from .common import (
+    BadRecord,
+    block_text,
+    claude_usage,
+    need,
+    usage_delta,
+    usage_max,
+    when,
+)
+from .replay import Replay, numbered_lines
+
+if TYPE_CHECKING:
+    from .runner import Hub
+
+# Record types that carry nothing to replay (FORMATS.md 1.3): metadata, UI mirrors, hooks.
+_QUIET = frozenset({
+    "file-history-snapshot", "queue-operation", "progress", "attachment", "permission-mode",
+    "last-prompt", "pr-link", "agent-name", "worktree-state", "mode",
+})  # fmt: skip
+_TITLES = ("custom-title", "ai-title")
+
+# Source tool name -> engine tool name for the ones the rules treat specially.
+_SEARCH = {"Grep": "grep", "Glob": "glob", "LS": "list"}
+_EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write"}
+_RENAME = {"Bash": "bash", "Read": "read"}
+_AGENT_TOOLS = ("Task", "Agent")
+_KEEP_MESSAGE_IDS = 64
+
+
+class ClaudeParser:
+    def __init__(self, hub: Hub, state: dict[str, Any], *, agent_file: bool) -> None:
+        self.hub = hub
+        self.agent_file = agent_file  # every record is the file's own sidechain session
+        self._pending: dict[str, dict[str, Any]] = state.get("pending", {})
+        self._emitted: OrderedDict[str, dict[str, int]] = OrderedDict(state.get("emitted", []))
+        self._side: dict[str, str] = state.get("side", {})  # sidechain uuid -> session id
+        self._compact: dict[str, Any] | None = state.get("compact")
+        self._msg: dict[str, Any] | None = None
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "pending": self._pending,
+            "emitted": list(self._emitted.items()),
+            "side": self._side,
+            "compact": self._compact,
+        }
+
+    # Records
+
+    async def feed(self, rec: Any, lineno: int) -> None:
+        need(rec, dict, "the record")
+        kind = need(rec.get("type"), str, "type")
+        if kind in _QUIET:
+            return
+        if kind == "summary":
+            if isinstance(rec.get("summary"), str) and self.hub.main.title is None:
+                self.hub.main.title = rec["summary"]
+            return
+        if kind in _TITLES:
+            title = rec.get("customTitle") or rec.get("aiTitle") or rec.get("title")
+            if isinstance(title, str):
+                self.hub.main.title = title
+            return
+        if kind not in ("user", "assistant", "system"):
+            raise BadRecord(f"unknown record type {kind!r}")
+        ts = when(rec.get("timestamp"), self.hub.last_ts)
+        self.hub.last_ts = ts
+        replay = await self._session_of(rec, ts)
+        if kind == "assistant":
+            await self._assistant(rec, replay, ts)
+            return
+        await self.flush()
+        if kind == "system":
+            await self._system(rec, replay, ts)
+        else:
+            await self._user(rec, replay, ts)
+
+    async def _session_of(self, rec: dict[str, Any], ts: float) -> Replay:
+        """The ctxview session a record belongs to: the file's, or an inline sidechain's."""
+        if self.agent_file or not rec.get("isSidechain"):
+            return self.hub.main
+        uuid, parent = rec.get("uuid"), rec.get("parentUuid")
+        sid = self._side.get(parent) if isinstance(parent, str) else None
+        if sid is None:
+            sid = f"cc-sc-{uuid}"
+            prompt = _prompt_text(rec)
+            call = next((cid for cid, c in self._pending.items()
+                         if c["name"] in _AGENT_TOOLS and not c.get("linked")
+                         and c["input"].get("prompt") == prompt), None)  # fmt: skip
+            title = "sidechain"
+            if call is not None:
+                self._pending[call]["linked"] = sid
+                title = str(self._pending[call]["input"].get("description") or title)
+            await self.hub.child(sid, title=title, parent_call=call, started=ts, source_ref=uuid)
+        if isinstance(uuid, str):
+            self._side[uuid] = sid
+        return await self.hub.replay(sid)
+
+    async def _assistant(self, rec: dict[str, Any], replay: Replay, ts: float) -> None:
+        msg = need(rec.get("message"), dict, "message")
+        content = msg.get("content", [])
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        need(content, list, "message.content")
+        mid = msg.get("id") if isinstance(msg.get("id"), str) else rec.get("uuid")
+        if self._msg is not None and (self._msg["id"] != mid or self._msg["sid"] != replay.id):
+            await self.flush()
+        if self._msg is None:
+            self._msg = {"id": mid, "sid": replay.id, "ts": ts, "text": [], "thinking": [],
+                         "usage": None, "model": msg.get("model")}  # fmt: skip
+        if msg.get("model") != "<synthetic>":
+            self._msg["usage"] = usage_max(self._msg["usage"], claude_usage(msg.get("usage")))
+        for block in content:
+            need(block, dict, "a content block")
+            btype = block.get("type")
+            if btype == "text":
+                self._msg["text"].append(need(block.get("text", ""), str, "text"))
+            elif btype == "thinking":
+                self._msg["thinking"].append(str(block.get("thinking", "")))
+            elif btype == "tool_use":
+                call_id = need(block.get("id"), str, "tool_use.id")
+                args = block.get("input")
+                self._pending[call_id] = {
+                    "name": str(block.get("name", "tool")),
+                    "input": args if isinstance(args, dict) else {"input": args},
+                    "ts": ts, "sid": replay.id,
+                }  # fmt: skip
+            # redacted_thinking, server tool blocks: nothing the rules act on
+
+    async def flush(self) -> None:
+        """Emit the buffered assistant message (the run of split records is over for now)."""
+        m, self._msg = self._msg, None
+        if m is None:
+            return
+        data: dict[str, Any] = {}
+        if m["id"]:
+            data["message_id"] = m["id"]
+        if m["model"]:
+            data["model"] = m["model"]
+        if m["thinking"]:
+            data["thinking"] = "\n\n".join(m["thinking"])
+        usage = m["usage"]
+        before = self._emitted.get(m["id"]) if m["id"] else None
+        if before is not None:  # more of a message emitted earlier: only what grew
+            data["continued"] = True
+            grew = usage_delta(usage, before) if usage else None
+            if grew:
+                data["usage"] = grew
+                usage = usage_max(before, usage)
+            else:
+                usage = before
+            if not m["text"] and not m["thinking"] and not grew:
+                return
+        elif usage is not None:
+            data["usage"] = usage
+        if m["id"]:
+            self._emitted[m["id"]] = usage or {}
+            self._emitted.move_to_end(m["id"])
+            while len(self._emitted) > _KEEP_MESSAGE_IDS:
+                self._emitted.popitem(last=False)
+        text = "\n\n".join(t for t in m["text"] if t)
+        await (await self.hub.replay(m["sid"])).message("assistant", text, ts=m["ts"], data=data)
+
+    async def _system(self, rec: dict[str, Any], replay: Replay, ts: float) -> None:
+        sub = rec.get("subtype")
+        if sub == "compact_boundary":
+            await self._close_compaction(replay)
+            meta = rec.get("compactMetadata")
+            self._compact = {"ts": ts, "sid": replay.id,
+                             "meta": meta if isinstance(meta, dict) else {}}  # fmt: skip
+            return
+        content = rec.get("content")
+        data: dict[str, Any] = {"subtype": sub}
+        if sub == "microcompact_boundary":
+            data["microcompact"] = rec.get("microcompactMetadata")
+        elif sub == "turn_duration" and isinstance(rec.get("durationMs"), int | float):
+            content = content or f"Turn took {rec['durationMs'] / 1000:.1f} s."
+        for key in ("level", "toolUseID", "hookCount", "stopReason"):
+            if key in rec:
+                data[key] = rec[key]
+        text = content if isinstance(content, str) else (str(sub) if sub else "")
+        await replay.message("system", text, ts=ts, data=data)
+
+    async def _close_compaction(self, replay: Replay, summary: str = "") -> None:
+        c, self._compact = self._compact, None
+        if c is None:
+            return
+        target = await self.hub.replay(c["sid"]) if c.get("sid") else replay
+        data = {"source": "compact_boundary", **{k: v for k, v in c["meta"].items()
+                                                  if isinstance(k, str)}}  # fmt: skip
+        await target.compact(summary, ts=c["ts"], data=data)
+
+    async def _user(self, rec: dict[str, Any], replay: Replay, ts: float) -> None:
+        msg = need(rec.get("message"), dict, "message")
+        content = msg.get("content")
+        if rec.get("isCompactSummary"):
+            if self._compact is None:
+                self._compact = {"ts": ts, "sid": replay.id, "meta": {}}
+            await self._close_compaction(replay, block_text(content))
+            return
+        await self._close_compaction(replay)
+        data: dict[str, Any] = {}
+        if rec.get("isMeta"):
+            data["meta"] = True
+        if isinstance(content, str):
+            if self.agent_file and content.strip() == "Warmup":
+                self.hub.main.data["warmup"] = True  # a 2-record warm-up agent: noise to hide
+            await replay.message("user", content, ts=ts, data=data or None)
+            return
+        need(content, list, "message.content")
+        said: list[Any] = []
+        results: list[dict[str, Any]] = []
+        for block in content:
+            need(block, dict, "a content block")
+            (results if block.get("type") == "tool_result" else said).append(block)
+        if said:
+            await replay.message("user", block_text(said), ts=ts, data=data or None)
+        tur = rec.get("toolUseResult")
+        for block in results:
+            await self._result(block, tur if len(results) == 1 else None, replay, ts)
+
+    # Tool results
+
+    async def _result(self, block: dict[str, Any], tur: Any, replay: Replay, ts: float) -> None:
+        call_id = need(block.get("tool_use_id"), str, "tool_result.tool_use_id")
+        call = self._pending.pop(call_id, None)
+        if call is None:  # its call is before this file (a slice or a resumed session)
+            call = {"name": "unknown", "input": {}, "sid": replay.id}
+        target = await self.hub.replay(call["sid"])
+        text = block_text(block.get("content"))
+        error = bool(block.get("is_error")) or (isinstance(tur, str) and tur.startswith("Error"))
+        name, args = call["name"], call["input"]
+        ref = dict(call_ref=call_id, seen=len(text), ts=ts)
+        if name in _AGENT_TOOLS and isinstance(tur, dict) and isinstance(tur.get("agentId"), str):
+            await self.hub.link_agent(tur["agentId"], call_id)
+        if not error:
+            if name == "Read" and await self._read(target, args, text, tur, ref):
+                return
+            if name in _SEARCH:
+                await target.search(_SEARCH[name], args, text, **ref)
+                return
+            if name in _EDITS and await self._edit(target, name, args, tur, ref):
+                return
+        changes = (args["file_path"],) if name in _EDITS and isinstance(
+            args.get("file_path"), str) and not error else ()  # fmt: skip
+        await target.generic(_RENAME.get(name, name), args, text, changes=changes, **ref)
+
+    async def _read(self, replay: Replay, args: dict[str, Any], text: str, tur: Any,
+                    ref: dict[str, Any]) -> bool:  # fmt: skip
+        path = args.get("file_path")
+        if not isinstance(path, str):
+            return False
+        file = tur.get("file") if isinstance(tur, dict) else None
+        if isinstance(file, dict) and isinstance(file.get("content"), str):
+            if isinstance(tur, dict) and tur.get("type") not in (None, "text"):
+                return False  # an image, a notebook, a PDF: not lines
+            lines = file["content"].split("\n") if file["content"] else []
+            first = _whole(file.get("startLine")) or _whole(args.get("offset")) or 1
+            total = _whole(file.get("totalLines"))
+            if lines and isinstance(file.get("numLines"), int) and file["numLines"] < len(lines):
+                lines = lines[: file["numLines"]]
+        else:
+            found = numbered_lines(text)
+            if found is None:
+                return False
+            first, lines = found
+            total = None
+        await replay.read({"path": path, **{k: v for k, v in args.items() if k != "file_path"}},
+                          path, first, lines, total, **ref)  # fmt: skip
+        return True
+
+    async def _edit(self, replay: Replay, name: str, args: dict[str, Any], tur: Any,
+                    ref: dict[str, Any]) -> bool:  # fmt: skip
+        """Old and new content from `toolUseResult`; False when the transcript lacks them."""
+        if not isinstance(tur, dict):
+            return False
+        path = tur.get("filePath") or args.get("file_path")
+        if not isinstance(path, str):
+            return False
+        old: str | None
+        new: str | None
+        if name == "Write":
+            new = tur.get("content", args.get("content"))
+            old = tur.get("originalFile") if tur.get("type") != "create" else None
+            if not isinstance(new, str) or (
+                tur.get("type") != "create" and not isinstance(old, str)
+            ):
+                return False
+        else:
+            old = tur.get("originalFile", tur.get("originalFileContents"))
+            if not isinstance(old, str):
+                return False
+            edits = args.get("edits") if name == "MultiEdit" else [args]
+            new = _apply(old, edits)
+            if new is None:
+                return False
+        await replay.edit(_EDITS[name], {"path": path, **{k: v for k, v in args.items()
+                                                         if k != "file_path"}},
+                          [(path, old, new)], **ref)  # fmt: skip
+        return True
+
+
+def _apply(text: str, edits: Any) -> str | None:
+    """Claude Code's edits applied to the original, or None when one does not apply."""
+    if not isinstance(edits, list):
+        return None
+    for e in edits:
+        if not isinstance(e, dict):
+            return None
+        old, new = e.get("old_string"), e.get("new_string")
+        if not isinstance(old, str) or not isinstance(new, str):
+            return None
+        if old == "":
+            if text:
+                return None
+            text = new
+            continue
+        if old not in text:
+            return None
+        text = text.replace(old, new) if e.get("replace_all") else text.replace(old, new, 1)
+    return text
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _prompt_text(rec: dict[str, Any]) -> str | None:
+    msg = rec.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return block_text([b for b in content if isinstance(b, dict) and b.get("type") == "text"])
+    return None
+
+
+def source_ids(rec: Any) -> dict[str, Any] | None:
+    """What a record tells about the session it belongs to: its id, cwd, start, agent."""
+    if not isinstance(rec, dict) or not isinstance(rec.get("sessionId"), str):
+        return None
+    return {
+        "session": rec["sessionId"],
+        "agent": rec.get("agentId") if rec.get("isSidechain") else None,
+        "cwd": rec.get("cwd") if isinstance(rec.get("cwd"), str) else None,
+        "ts": rec.get("timestamp"),
+        "version": rec.get("version"),
+    }

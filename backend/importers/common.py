@@ -1,0 +1,100 @@
+"""What both parsers share: bad records, timestamps, usage in one counting, result text."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+
+class BadRecord(Exception):
+    """A record that cannot be imported: skipped, counted and reported with its line number."""
+
+
+def need(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    """`value` when it has the expected type, else a BadRecord naming the field."""
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise BadRecord(f"{what} is {type(value).__name__}, expected {names}")
+    return value
+
+
+def when(stamp: Any, fallback: float) -> float:
+    """An ISO-8601 timestamp as seconds since the epoch; the fallback when there is none."""
+    if isinstance(stamp, str) and stamp:
+        try:
+            return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return fallback
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return float(stamp)
+    return fallback
+
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def claude_usage(usage: Any) -> dict[str, int] | None:
+    """Claude counts additively: input excludes cache reads and cache writes."""
+    if not isinstance(usage, dict):
+        return None
+    return {
+        "input_tokens": _int(usage.get("input_tokens")),
+        "output_tokens": _int(usage.get("output_tokens")),
+        "cache_read_tokens": _int(usage.get("cache_read_input_tokens")),
+        "cache_write_tokens": _int(usage.get("cache_creation_input_tokens")),
+    }
+
+
+def codex_usage(usage: Any) -> dict[str, int] | None:
+    """Codex counts cached input inside input; normalised to Claude's additive counting."""
+    if not isinstance(usage, dict):
+        return None
+    cached = _int(usage.get("cached_input_tokens"))
+    return {
+        "input_tokens": max(0, _int(usage.get("input_tokens")) - cached),
+        "output_tokens": _int(usage.get("output_tokens")),
+        "cache_read_tokens": cached,
+        "cache_write_tokens": 0,
+    }
+
+
+def usage_max(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int] | None:
+    if a is None or b is None:
+        return a or b
+    return {k: max(a.get(k, 0), b.get(k, 0)) for k in USAGE_KEYS}
+
+
+def usage_delta(now: dict[str, int], before: dict[str, int]) -> dict[str, int] | None:
+    """What grew since `before`, so that usage summed over events counts a message once."""
+    delta = {k: max(0, now.get(k, 0) - before.get(k, 0)) for k in USAGE_KEYS}
+    return delta if any(delta.values()) else None
+
+
+def block_text(content: Any) -> str:
+    """A tool result's or message's content as the text the agent got: a string, or blocks whose
+    text parts are joined and whose images are a short placeholder."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return "" if content is None else str(content)
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            parts.append(str(block))
+            continue
+        kind = block.get("type")
+        if kind in ("text", "input_text", "output_text"):
+            text = block.get("text")
+            parts.append(text if isinstance(text, str) else str(text))
+        elif kind in ("image", "input_image"):
+            src = block.get("source")
+            media = src.get("media_type", "image") if isinstance(src, dict) else "image"
+            size = len(src.get("data", "")) if isinstance(src, dict) else 0
+            parts.append(f"[image {media}, {size} bytes base64]")
+        else:
+            parts.append(f"[{kind}]")
+    return "\n".join(parts)

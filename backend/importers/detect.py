@@ -1,0 +1,86 @@
+"""Which transcript format a file holds, decided from its content (never from its name)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+CLAUDE = "claude-code"
+CODEX = "codex"
+
+# Record types only Claude Code writes, and only Codex writes (FORMATS.md 1.3, 2.2).
+_CLAUDE_TYPES = frozenset({
+    "user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation",
+    "progress", "attachment", "permission-mode", "last-prompt", "pr-link", "custom-title",
+    "ai-title", "agent-name", "worktree-state", "mode",
+})  # fmt: skip
+_CODEX_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+_CODEX_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call_output",
+                          "custom_tool_call", "custom_tool_call_output", "local_shell_call"})  # fmt: skip
+
+# How much of a file is looked at: enough lines to pass a few bad ones, never the whole file.
+_PEEK_LINES = 20
+_PEEK_BYTES = 4 << 20
+
+
+class NotTranscript(Exception):
+    """The file is neither format; the message is one sentence."""
+
+
+def classify(record: Any) -> str | None:
+    """The format one parsed line belongs to, or None when the line says nothing."""
+    if not isinstance(record, dict):
+        return None
+    kind = record.get("type")
+    if isinstance(kind, str):
+        if kind in _CODEX_TYPES and "payload" in record:
+            return CODEX
+        if kind in _CLAUDE_TYPES and ("uuid" in record or "sessionId" in record or
+                                      "message" in record or kind in ("summary",)):  # fmt: skip
+            return CLAUDE
+        if kind in _CLAUDE_TYPES and kind not in ("user", "assistant", "system"):
+            return CLAUDE
+        if kind in _CODEX_ITEMS and "uuid" not in record:
+            return CODEX  # a bare ResponseItem of the legacy Codex layout
+    if "record_type" in record:
+        return CODEX  # legacy Codex: {"record_type": "state"}
+    if "id" in record and "timestamp" in record and ("instructions" in record or "git" in record):
+        return CODEX  # legacy Codex first line
+    if "sessionId" in record and "uuid" in record:
+        return CLAUDE  # a Claude Code record of a type newer than this list
+    return None
+
+
+def detect(path: Path) -> str | None:
+    """`claude-code`, `codex`, or None for an empty file (nothing to decide yet).
+
+    Raises NotTranscript when the first lines that parse say neither format."""
+    seen_json = False
+    with open(path, "rb") as f:
+        for _ in range(_PEEK_LINES):
+            raw = f.readline(_PEEK_BYTES)
+            if not raw:
+                break
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            seen_json = True
+            found = classify(record)
+            if found:
+                return found
+        else:
+            pass
+        empty = f.tell() == 0
+    if empty:
+        return None
+    what = "JSON lines" if seen_json else "text"
+    raise NotTranscript(
+        f"{path} is neither a Claude Code nor a Codex transcript (its first lines are {what} "
+        "of neither format)."
+    )

@@ -1,0 +1,315 @@
+"""One source file imported into the store, from where the last import stopped.
+
+A `FileImporter` reads the lines added since its byte offset, feeds them to the format's parser
+and saves where it stopped (byte offset, line count, the file's identity, the parser's pending
+state) in the main session's `data`, so a second import of an unchanged file adds nothing, an
+appended file adds only its new lines, and `follow` keeps one importer across polls. Session ids
+are deterministic: `cc-<sessionId>`, `cc-<agentId>` for a sub-agent file, `cx-<id>` for Codex
+(plus `-<hash of the path>` when another file already holds that id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..session import Session
+from ..store import Writer
+from . import claude_code, codex
+from .common import BadRecord
+from .detect import CLAUDE, CODEX, detect
+from .replay import Replay
+from .source import Identity, head_hash, identity, lines_from
+
+_IDENTIFY_LINES = 200
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass
+class FileReport:
+    path: str
+    format: str | None = None
+    session: str | None = None
+    lines: int = 0  # lines read this time
+    bytes: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    replaced: bool = False  # the file was truncated or replaced since the last import
+    waiting: bool = False  # an incomplete last line is left for later
+
+
+class Progress(Protocol):
+    def advance(self, nbytes: int) -> None: ...
+
+
+class Parser(Protocol):
+    async def feed(self, rec: Any, lineno: int) -> None: ...
+    async def flush(self) -> None: ...
+    def state(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class SourceIds:
+    session: str
+    agent: str | None = None
+    cwd: str = ""
+    started: float | None = None
+    legacy: bool = False
+
+
+class Hub:
+    """The ctxview sessions one file fills: its own, and inline sidechains' (child sessions)."""
+
+    def __init__(self, writer: Writer, path: Path, fmt: str, main: Replay) -> None:
+        self.writer = writer
+        self.path = path
+        self.format = fmt
+        self.main = main
+        self.replays: dict[str, Replay] = {main.id: main}
+        self.last_ts = time.time()
+
+    async def replay(self, sid: str) -> Replay:
+        found = self.replays.get(sid)
+        if found is None:
+            found = await _resume(self.writer, sid, self.main.cwd)
+            self.replays[sid] = found
+        return found
+
+    async def child(self, sid: str, *, title: str, parent_call: str | None, started: float,
+                    source_ref: str | None) -> Replay:  # fmt: skip
+        if sid in self.replays:
+            return self.replays[sid]
+        if await self.writer.session_info(sid) is None:
+            session = await Session.start(
+                self.writer, self.main.cwd or "/", title=title, source=self.format,
+                session_id=sid, started=started, source_path=str(self.path),
+                source_ref=source_ref, parent_session=self.main.id, parent_call=parent_call,
+            )  # fmt: skip
+            self.replays[sid] = Replay(session, self.main.cwd, {})
+            return self.replays[sid]
+        return await self.replay(sid)
+
+    async def link_agent(self, agent_id: str, call_ref: str) -> None:
+        """A parent's Task/Agent call names its sub-agent: link the two, whichever came first."""
+        self.main.data.setdefault("agents", {})[agent_id] = call_ref
+        child = f"cc-{agent_id}"
+        info = await self.writer.session_info(child)
+        if info is not None and info["parent_call"] != call_ref:
+            await self.writer.update_session(child, parent_session=self.main.id,
+                                             parent_call=call_ref)  # fmt: skip
+
+    async def save(self, import_state: dict[str, Any]) -> None:
+        self.main.data["import"] = import_state
+        for replay in self.replays.values():
+            fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False)}
+            if replay.title:
+                fields["title"] = replay.title
+            await self.writer.update_session(replay.id, **fields)
+
+
+async def _resume(writer: Writer, sid: str, cwd: str) -> Replay:
+    info = await writer.session_info(sid)
+    if info is None:
+        raise KeyError(sid)
+    session = await Session.resume(writer, sid)
+    return Replay(session, info["workspace"] or cwd, json.loads(info["data"] or "{}"))
+
+
+def identify(path: Path, fmt: str) -> SourceIds:
+    """The source session a file holds, from its first lines (never the whole file)."""
+    found: dict[str, Any] | None = None
+    cwd: str | None = None
+    pick = claude_code.source_ids if fmt == CLAUDE else codex.source_ids
+    for n, line in enumerate(lines_from(path, 0, 0)):
+        if n >= _IDENTIFY_LINES:
+            break
+        try:
+            rec = json.loads(line.raw)
+        except ValueError:
+            continue
+        got = pick(rec)
+        if got and found is None:
+            found = got
+        if got and got.get("cwd") and not cwd:
+            cwd = got["cwd"]
+        if found and (cwd or fmt == CODEX):
+            break
+    if found is None:
+        stem = path.stem
+        return SourceIds(stem[6:] if stem.startswith("agent-") else stem,
+                         agent=stem[6:] if stem.startswith("agent-") else None)  # fmt: skip
+    from .common import when
+
+    return SourceIds(found["session"], agent=found.get("agent"), cwd=cwd or found.get("cwd") or "",
+                     started=when(found.get("ts"), time.time()),
+                     legacy=bool(found.get("legacy")))  # fmt: skip
+
+
+def session_id(fmt: str, ids: SourceIds) -> str:
+    if fmt == CODEX:
+        return f"cx-{ids.session}"
+    return f"cc-{ids.agent}" if ids.agent else f"cc-{ids.session}"
+
+
+class FileImporter:
+    """Imports one file; call `step()` again to take what was appended since (follow)."""
+
+    def __init__(self, writer: Writer, path: Path | str) -> None:
+        self.writer = writer
+        self.path = Path(path).expanduser().resolve()
+        self.hub: Hub | None = None
+        self.parser: Parser | None = None
+        self.format: str | None = None
+        self.offset = 0
+        self.line = 0
+        self.ident: Identity | None = None
+        self.head = ""
+        self.problems_total = 0
+
+    async def step(self, *, live: bool = False, progress: Progress | None = None) -> FileReport:
+        report = FileReport(str(self.path))
+        if self.hub is None:
+            fmt = detect(self.path)  # NotTranscript for a file of neither format
+            if fmt is None:
+                return report  # empty: nothing to decide yet
+            await self._open(fmt)
+        assert self.hub is not None and self.parser is not None
+        report.format, report.session = self.format, self.hub.main.id
+        now = identity(self.path)
+        if self._replaced(now):
+            report.replaced = True
+            await self.hub.main.message(
+                "system", "The source file was truncated or replaced; importing it again from "
+                "its start.", ts=time.time(), data={"subtype": "source_replaced"},
+            )  # fmt: skip
+            self.offset = self.line = 0
+            self.parser = self._parser({})
+        elif now.size == self.offset and self.ident is not None:
+            self.ident = now
+            return report  # nothing new: an import of an unchanged file adds nothing
+        await self._read(report, live, progress)
+        await self.parser.flush()
+        self.ident = identity(self.path)
+        self.head = head_hash(self.path, self.offset)
+        self.problems_total += len(report.problems)
+        await self.hub.save({
+            "format": self.format, "path": str(self.path), "offset": self.offset,
+            "line": self.line, "dev": self.ident.dev, "ino": self.ident.ino, "head": self.head,
+            "problems": self.problems_total, "parser": self.parser.state(),
+        })  # fmt: skip
+        return report
+
+    def _replaced(self, now: Identity) -> bool:
+        if self.ident is None or self.offset == 0:
+            return False
+        if now.size < self.offset:
+            return True  # truncated
+        if (now.dev, now.ino) != (self.ident.dev, self.ident.ino) or now.size != self.ident.size:
+            # Another file at the path, or more of the same: the bytes already read decide.
+            return head_hash(self.path, self.offset) != self.head
+        return False
+
+    async def _read(self, report: FileReport, live: bool, progress: Progress | None) -> None:
+        assert self.parser is not None
+        for line in lines_from(self.path, self.offset, self.line):
+            if not line.complete:
+                try:
+                    rec = json.loads(line.raw) if line.raw.strip() else None
+                except ValueError:
+                    rec = None
+                if live or rec is None:
+                    report.waiting = bool(line.raw.strip())
+                    break  # a partial last line waits for the rest
+            report.lines += 1
+            report.bytes += line.end - line.start
+            self.offset, self.line = line.end, line.number
+            if progress is not None:
+                progress.advance(line.end - line.start)
+            if not line.raw.strip():
+                continue
+            try:
+                rec = json.loads(line.raw)
+            except ValueError as exc:
+                report.problems.append(Problem(str(self.path), line.number, f"not JSON ({exc})"))
+                continue
+            try:
+                await self.parser.feed(rec, line.number)
+            except BadRecord as exc:
+                report.problems.append(Problem(str(self.path), line.number, str(exc)))
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                # A shape no release has shown yet: skip the record, never the file.
+                report.problems.append(Problem(str(self.path), line.number,
+                                               f"unexpected shape ({type(exc).__name__}: {exc})"))  # fmt: skip
+
+    def _parser(self, state: dict[str, Any]) -> Parser:
+        assert self.hub is not None
+        if self.format == CODEX:
+            return codex.CodexParser(self.hub, state, legacy=self._legacy)
+        return claude_code.ClaudeParser(self.hub, state, agent_file=self._agent is not None)
+
+    async def _open(self, fmt: str) -> None:
+        """Find this file's session in the store (resume where it stopped) or start it."""
+        self.format = fmt
+        ids = identify(self.path, fmt)
+        self._legacy, self._agent = ids.legacy, ids.agent
+        sid = session_id(fmt, ids)
+        info = await self.writer.session_info(sid)
+        if info is not None and info["source_path"] != str(self.path):
+            sid = f"{sid}-{hashlib.sha1(str(self.path).encode()).hexdigest()[:6]}"
+            info = await self.writer.session_info(sid)
+        state: dict[str, Any] = {}
+        if info is not None:
+            main = await _resume(self.writer, sid, ids.cwd)
+            state = main.data.get("import", {})
+            self.offset, self.line = int(state.get("offset", 0)), int(state.get("line", 0))
+            self.problems_total = int(state.get("problems", 0))
+            if "ino" in state:
+                self.ident = Identity(state["dev"], state["ino"], self.offset)
+                self.head = state.get("head", "")
+        else:
+            main = await self._start(sid, fmt, ids)
+        self.hub = Hub(self.writer, self.path, fmt, main)
+        self.parser = self._parser(state.get("parser", {}))
+
+    async def _start(self, sid: str, fmt: str, ids: SourceIds) -> Replay:
+        title, data, parent, call = "", {}, None, None
+        if ids.agent:
+            parent = f"cc-{ids.session}"
+            meta = self.path.with_name(self.path.stem + ".meta.json")
+            if meta.is_file():
+                try:
+                    found = json.loads(meta.read_text(encoding="utf-8"))
+                except (ValueError, OSError):
+                    found = {}
+                if isinstance(found, dict):
+                    title = str(found.get("description") or "")
+                    data["agent"] = {k: found[k] for k in ("agentType", "worktreePath")
+                                     if k in found}  # fmt: skip
+            title = title or f"agent {ids.agent}"
+            pinfo = await self.writer.session_info(parent)
+            if pinfo is not None:
+                call = json.loads(pinfo["data"] or "{}").get("agents", {}).get(ids.agent)
+        session = await Session.start(
+            self.writer, ids.cwd or "/", title=title, source=fmt, session_id=sid,
+            started=ids.started, source_path=str(self.path), source_ref=ids.agent or ids.session,
+            parent_session=parent, parent_call=call, data=json.dumps(data),
+        )  # fmt: skip
+        return Replay(session, ids.cwd, data)
+
+
+async def import_file(writer: Writer, path: Path | str, *,
+                      progress: Progress | None = None) -> FileReport:  # fmt: skip
+    """Import what is new in one file (all of it the first time)."""
+    return await FileImporter(writer, path).step(progress=progress)
