@@ -133,7 +133,16 @@ async def run_case(writer: Writer, case: dict[str, Any], tmp: Path) -> list[Fail
             _write_files(root, step["files"])
             continue
         elif "message" in step:
-            await session.message(step.get("role", "user"), expand(step["message"]))
+            await session.message(step.get("role", "user"), expand(step["message"]),
+                                  usage=step.get("usage"))  # fmt: skip
+            continue
+        elif "context" in step:
+            # The context as sent at the next request (backend/context.py), serialised.
+            actual = await session.context_text()
+            step = {**step, "expect": step["context"]}
+        elif "state" in step:
+            for problem in _check_state(session, step["state"]):
+                failures.append(Failure(name, i, problem))
             continue
         else:
             failures.append(Failure(name, i, f"unknown step {sorted(step)}"))
@@ -141,6 +150,30 @@ async def run_case(writer: Writer, case: dict[str, Any], tmp: Path) -> list[Fail
         if "expect" in step and (problem := check(step["expect"], actual)):
             failures.append(Failure(name, i, problem))
     return failures
+
+
+def _check_state(session: Session, want: dict[str, Any]) -> list[str]:
+    """`{"state": {...}}`: the context's state now. `elided`: the ids sent as elision stubs;
+    `strides`: the strides taken; `requests`: the requests made; `compact_due`: the flag."""
+    state = session.context_state
+    actual: dict[str, Any] = {
+        "elided": sorted(session.ref(rid) for rid in state.elided_at if _in_context(state, rid)),
+        "strides": len(state.strides),
+        "requests": len(state.requests),
+        "compact_due": state.compact_due,
+        "boundary": state.boundary,
+    }
+    problems = []
+    for key, value in want.items():
+        if key not in actual:
+            problems.append(f"unknown state key {key!r}")
+        elif (sorted(value) if key == "elided" else value) != actual[key]:
+            problems.append(f"state {key}: expected {value!r}, actual {actual[key]!r}")
+    return problems
+
+
+def _in_context(state: Any, rid: int) -> bool:
+    return any(m.rid == rid and m.stub is not None for m in state.msgs)
 
 
 async def run_files(paths: list[Path], out: Any = None) -> tuple[int, int]:

@@ -17,13 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config
+from .context import ContextState, load_texts, render_context
 from .rules import brackets
 from .rules.cap import cap
 from .rules.compaction import compaction_text
+from .rules.context import Usage
 from .rules.dedupe import DedupeTable, ReadEntry, ResultEntry, args_key
 from .rules.diff import counts, unified
 from .rules.ids import format_id, parse_id
 from .rules.lines import count_lines, decode, looks_binary, numbered, split_lines
+from .store.reader import Reader
 from .store.records import Body, Event
 from .store.writer import Writer
 from .tools import ToolError
@@ -107,6 +110,8 @@ class Session:
         self._known: dict[str, tuple[str, int]] = known or {}
         self.last: Result | None = None
         self._calls = 0
+        # The context as sent, kept in step with every event written (backend/context.py).
+        self.context_state = ContextState(config)
 
     # Opening
 
@@ -161,6 +166,7 @@ class Session:
                 known[extra["key"]] = (ev.sha, ev.rid)
         session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"],
                       dedupe, known)  # fmt: skip
+        await session._replay_context()
         return session
 
     # The face
@@ -172,7 +178,7 @@ class Session:
         ref = call_ref or self._call_ref()
         ts = time.time()
         # The call is committed first, so a viewer shows a long command as running.
-        await self.writer.append(self.id, [self._call_event(ts, tool, args, ref)])
+        await self._append([self._call_event(ts, tool, args, ref)])
         try:
             result = await self._dispatch(tool, args)
         except ToolError as err:
@@ -245,11 +251,45 @@ class Session:
         return result.shown
 
     async def message(self, role: str, text: str, *, ts: float | None = None,
-                      data: dict[str, Any] | None = None) -> None:  # fmt: skip
-        await self.writer.append(self.id, [Event(
+                      data: dict[str, Any] | None = None,
+                      usage: Usage | dict[str, int] | None = None) -> None:  # fmt: skip
+        """A message of the conversation. An assistant message starts a request (the model's
+        reply); `usage` is that request's usage, in Claude's additive counting (input excludes
+        cache reads and writes; see `rules.context.subset_usage` for OpenAI's)."""
+        if usage is not None:
+            u = usage if isinstance(usage, Usage) else Usage.from_dict(usage) or Usage()
+            data = {**(data or {}), "usage": u.as_dict()}
+        await self._append([Event(
             ts=ts if ts is not None else time.time(), kind="message", role=role, text=text,
             data=json.dumps(data) if data else None,
         )])  # fmt: skip
+
+    async def usage(self, input_tokens: int = 0, output_tokens: int = 0,
+                    cache_read_tokens: int = 0, cache_write_tokens: int = 0, *,
+                    ts: float | None = None) -> None:  # fmt: skip
+        """The usage of the latest request, for a harness that reports it apart from the reply."""
+        u = Usage(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
+        await self._append([Event(ts=ts if ts is not None else time.time(), kind="usage",
+                                  data=json.dumps({"usage": u.as_dict()}))])  # fmt: skip
+
+    async def context(self) -> list[dict[str, Any]]:
+        """The exact messages the model is sent at the next request, compaction and elision
+        applied: `{"role", "text", "calls"?: [{"id", "tool", "args"}], "call_id"?, "rid"?}`.
+        With `elide.enabled`, asking may move the window a stride (stored as an `elide` event)."""
+        await self._context_step()
+        return [m.as_json() for m in self.context_state.msgs]
+
+    async def context_text(self) -> str:
+        """The same context serialised (`role: text`, calls on their own lines), as the
+        conformance cases and the threshold measure it."""
+        await self._context_step()
+        return render_context(self.context_state.msgs)
+
+    @property
+    def compact_due(self) -> bool:
+        """`compaction.above_tokens` was passed at a user or tool-result boundary since the last
+        compaction: the harness should compact now."""
+        return self.context_state.compact_due
 
     async def compact(self, summary: str, *, ts: float | None = None,
                       data: dict[str, Any] | None = None) -> str:  # fmt: skip
@@ -263,7 +303,7 @@ class Session:
         ]  # fmt: skip
         extra = {"rows": rows, "inserted": text, **(data or {})}
         self.dedupe.clear()
-        await self.writer.append(self.id, [Event(
+        await self._append([Event(
             ts=ts if ts is not None else time.time(), kind="compaction", text=summary,
             data=json.dumps(extra),
         )])  # fmt: skip
@@ -271,7 +311,7 @@ class Session:
 
     async def end(self, *, ts: float | None = None) -> None:
         ts = ts if ts is not None else time.time()
-        await self.writer.append(self.id, [Event(ts=ts, kind="end")])
+        await self._append([Event(ts=ts, kind="end")])
         await self.writer.update_session(self.id, ended=ts)
 
     def ref(self, rid: int) -> str:
@@ -297,8 +337,56 @@ class Session:
                      call: Event | None = None) -> None:  # fmt: skip
         events = [call] if call else []
         events.append(result.event(ts, call_ref, seen))
-        await self.writer.append(self.id, events, [Body(result.rid, result.shown, result.stored)])
+        await self._append(events, [Body(result.rid, result.shown, result.stored)])
         self.last = result
+
+    # The context as sent
+
+    async def _append(self, events: list[Event], bodies: list[Body] | None = None) -> None:
+        """Write one step, keeping the context as sent in step with it: a stride the window takes
+        at a request's start is written just before the event that starts it, and a compaction
+        that became due (`compaction.above_tokens`) just after the step."""
+        state = self.context_state
+        texts = {b.rid: b.shown for b in bodies or ()}
+        out: list[Event] = []
+        due = False
+        for ev in events:
+            if state.starts_request(ev) and (stride := self._stride_event(ev.ts)):
+                out.append(stride)
+            due = state.feed(ev, texts.get(ev.rid) if ev.rid is not None else None) or due
+            out.append(ev)
+        if due:
+            out.append(Event(ts=out[-1].ts, kind="compact_due", data=json.dumps({
+                "request": len(state.requests), "tokens": state.tokens(),
+                "above_tokens": state.above_tokens})))  # fmt: skip
+        await self.writer.append(self.id, out, bodies or [])
+
+    def _stride_event(self, ts: float) -> Event | None:
+        """Move the elision window for the next request; the `elide` event when it elided."""
+        state = self.context_state
+        rids = state.advance()
+        if not rids:
+            return None
+        data = {"request": len(state.requests) + 1, "boundary": state.boundary, "rids": rids}
+        return Event(ts=ts, kind="elide", data=json.dumps(data))
+
+    async def _context_step(self) -> None:
+        if stride := self._stride_event(time.time()):
+            await self.writer.append(self.id, [stride])
+        await load_texts(self.context_state.msgs, self._shown_texts)
+
+    async def _shown_texts(self, rids: list[int]) -> dict[int, str]:
+        """Results' shown text from the store (after a resume, the state holds sizes only)."""
+        await self.writer.flush()
+        async with await Reader.open(self.writer.path) as reader:
+            bodies = await reader.bodies(self.id, rids)
+        return {rid: b.shown for rid, b in bodies.items()}
+
+    async def _replay_context(self) -> None:
+        await self.writer.flush()
+        async with await Reader.open(self.writer.path) as reader:
+            for ev in await reader.events(self.id):
+                self.context_state.feed(ev)
 
     async def _dispatch(self, tool: str, args: dict[str, Any]) -> Result:
         if tool == "read":
