@@ -1,0 +1,87 @@
+"""`ctxview import PATH...`: Claude Code and Codex transcripts into the store, through the rules.
+
+Files, folders (every `*.jsonl` under them, e.g. `~/.claude/projects`, `~/.codex/sessions`).
+A second import of the same files adds only what was appended since."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from ..importers.detect import NotTranscript
+from ..importers.find import transcripts
+from ..importers.progress import ProgressBar
+from ..importers.runner import FileImporter, Problem
+from ..store import Writer
+from .common import store_path
+
+_SHOW_PROBLEMS = 50
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="transcript files or folders (e.g. ~/.claude/projects)")  # fmt: skip
+    parser.add_argument("--progress", action="store_true",
+                        help="show the progress bar even when stderr is not a terminal")  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from ..cli import CliError
+
+    given, found = transcripts(Path(p) for p in args.paths)
+    for p in given:
+        if not p.is_file():
+            raise CliError(f"There is no file or folder {p}.")
+    files = given + found
+    if not files:
+        raise CliError("No *.jsonl transcripts were found under the paths given.")
+    sizes = {f: f.stat().st_size for f in files}
+    bar = ProgressBar(len(files), sum(sizes.values()),
+                      enabled=args.progress or sys.stderr.isatty())  # fmt: skip
+    explicit = set(given)
+    problems: list[Problem] = []
+    refused: list[str] = []
+    imported = unchanged = lines = 0
+    sessions: set[str] = set()
+    writer = await Writer.open(store_path(args))
+    try:
+        async with writer.batch():
+            for f in files:
+                before = bar.done_bytes
+                try:
+                    report = await FileImporter(writer, f).step(progress=bar)
+                except NotTranscript as exc:
+                    if f in explicit:
+                        refused.append(str(exc))
+                    bar.file_done(sizes[f] - (bar.done_bytes - before))
+                    continue
+                bar.file_done(max(0, sizes[f] - (bar.done_bytes - before)))
+                problems.extend(report.problems)
+                if report.session:
+                    sessions.add(report.session)
+                if report.lines:
+                    imported += 1
+                    lines += report.lines
+                else:
+                    unchanged += 1
+    finally:
+        bar.close()
+        await writer.close()
+    if sessions or not refused:
+        print(f"Imported {lines} new lines from {imported} files into {len(sessions)} sessions; "
+              f"{unchanged} files had nothing new.")  # fmt: skip
+    if problems:
+        print(f"Skipped {len(problems)} records that could not be imported:", file=sys.stderr)
+        for p in problems[:_SHOW_PROBLEMS]:
+            print(f"  {p}", file=sys.stderr)
+        if len(problems) > _SHOW_PROBLEMS:
+            print(f"  … and {len(problems) - _SHOW_PROBLEMS} more.", file=sys.stderr)
+    for sentence in refused:
+        print(f"ctxview: {sentence}", file=sys.stderr)
+    return 1 if refused else 0

@@ -1,0 +1,51 @@
+"""Where transcripts are: the files under the paths given, and the newest session on this machine."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def claude_root() -> Path:
+    """Claude Code's projects folder (`$CLAUDE_CONFIG_DIR`, as Claude Code itself reads it)."""
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude").expanduser() / "projects"
+
+
+def codex_root() -> Path:
+    """Codex's rollouts (`$CODEX_HOME`, as Codex itself reads it)."""
+    return Path(os.environ.get("CODEX_HOME") or "~/.codex").expanduser() / "sessions"
+
+
+def _order(path: Path) -> tuple[int, str]:
+    # A parent session before its sub-agents, so the link is made as the agent is created.
+    return (1 if path.name.startswith("agent-") else 0, str(path))
+
+
+def transcripts(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
+    """(files named on the command line, files found in the folders named): every `*.jsonl`."""
+    given: list[Path] = []
+    found: list[Path] = []
+    for p in paths:
+        p = p.expanduser()
+        if p.is_dir():
+            found.extend(sorted((f for f in p.rglob("*.jsonl") if f.is_file()), key=_order))
+        else:
+            given.append(p)
+    return given, found
+
+
+def newest() -> Path | None:
+    """The most recently written Claude Code or Codex session file, or None."""
+    best: tuple[float, Path] | None = None
+    for root in (claude_root(), codex_root()):
+        if not root.is_dir():
+            continue
+        for f in root.rglob("*.jsonl"):
+            try:
+                mtime = f.stat().st_mtime
+            except OSError:
+                continue
+            if best is None or mtime > best[0]:
+                best = (mtime, f)
+    return best[1] if best else None
