@@ -202,7 +202,9 @@ class ContextState:
 
     def starts_request(self, ev: Event) -> bool:
         if ev.kind == "message":
-            return ev.role == "assistant"
+            if ev.role != "assistant":
+                return False
+            return not (ev.data and self._current is not None and ev.extra.get("continued"))
         return ev.kind == "call" and not self._saw_assistant and self._last_kind != "call"
 
     def feed(self, ev: Event, text: str | None = None) -> bool:
@@ -211,10 +213,17 @@ class ContextState:
         kind = ev.kind
         if kind == "message":
             if ev.role == "assistant":
-                self._saw_assistant = True
-                self._begin_request(ev, usage_of(ev.data))
-                msg = self._append(Msg("assistant", ev.text or "", len(ev.text or ""), seq=ev.seq))
-                self._current = msg
+                extra = ev.extra
+                usage = Usage.from_dict(extra.get("usage"))
+                if extra.get("continued") and self._current is not None and self.requests:
+                    # More of a response already begun (an importer emits a split response
+                    # again when its records are interleaved with results): the same request.
+                    self._continue(ev.text or "", usage)
+                else:
+                    self._saw_assistant = True
+                    self._begin_request(ev, usage)
+                    text = ev.text or ""
+                    self._current = self._append(Msg("assistant", text, len(text), seq=ev.seq))
             elif ev.role == "user":
                 self._append(Msg("user", ev.text or "", len(ev.text or ""), seq=ev.seq))
                 self._last_kind = kind
@@ -307,6 +316,21 @@ class ContextState:
             self._pending_break = self._pending_break or "stride"
         return newly
 
+    def _continue(self, more: str, usage: Usage | None) -> None:
+        cur = self._current
+        assert cur is not None
+        if more:
+            before = cur.chars
+            cur.text = f"{cur.text}\n\n{more}" if cur.text else more
+            cur.text_chars = len(cur.text)
+            cur.chars = cur.full_chars
+            self.sent += cur.chars - before
+            self.full += cur.chars - before
+        if usage is not None:
+            last = self.requests[-1]
+            last.usage = usage if last.usage is None else _add(last.usage, usage)
+            self._usage_base = (last.usage.prompt_tokens, last.sent_chars)
+
     def _begin_request(self, ev: Event, usage: Usage | None) -> None:
         self.advance()
         sent = self.sent_chars
@@ -349,6 +373,12 @@ class ContextState:
         self.compact_due = True
         self.due_events += 1
         return True
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens,
+                 a.cache_read_tokens + b.cache_read_tokens,
+                 a.cache_write_tokens + b.cache_write_tokens)  # fmt: skip
 
 
 # Replays

@@ -347,13 +347,14 @@ class Session:
         at a request's start is written just before the event that starts it, and a compaction
         that became due (`compaction.above_tokens`) just after the step."""
         state = self.context_state
-        texts = {b.rid: b.shown for b in bodies or ()}
         out: list[Event] = []
         due = False
         for ev in events:
             if state.starts_request(ev) and (stride := self._stride_event(ev.ts)):
                 out.append(stride)
-            due = state.feed(ev, texts.get(ev.rid) if ev.rid is not None else None) or due
+            # Results' texts are not held in memory (an import may be huge): `context()` loads
+            # the ones it sends from the store.
+            due = state.feed(ev) or due
             out.append(ev)
         if due:
             out.append(Event(ts=out[-1].ts, kind="compact_due", data=json.dumps({
