@@ -26,7 +26,7 @@ THEME = Theme(
         "ctx-diff-hunk": "#79C0FF",
         # Ids are links; a link to a result no longer in the model's context is dimmer.
         "ctx-link": "#58A6FF",
-        "ctx-link-stale": "#6E7681",
+        "ctx-link-stale": "#848D97",
         # Result brackets, stubs (unchanged / same-result), elision lines, recalls, errors.
         "ctx-bracket": "#8B949E",
         "ctx-stub": "#D2A8FF",
@@ -40,7 +40,7 @@ THEME = Theme(
         "ctx-user": "#7EE787",
         "ctx-assistant": "#E6EDF3",
         "ctx-tool": "#A5D6FF",
-        "ctx-dim": "#6E7681",
+        "ctx-dim": "#848D97",
         "footer-key-foreground": "#58A6FF",
     },
 )

@@ -24,7 +24,7 @@ THEME = Theme(
         "ctx-diff-remove-bg": "#FFEBE9",
         "ctx-diff-hunk": "#0550AE",
         "ctx-link": "#0969DA",
-        "ctx-link-stale": "#8C959F",
+        "ctx-link-stale": "#6E7781",
         "ctx-bracket": "#57606A",
         "ctx-stub": "#8250DF",
         "ctx-elision": "#9A6700",

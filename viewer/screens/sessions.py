@@ -139,7 +139,7 @@ class SessionsScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self._rows: list[RowView] = []
+        self._rows: list[RowView] | None = None  # None: not loaded yet
         self._dirty = False
         self._last_reload = 0.0
 
@@ -189,11 +189,12 @@ class SessionsScreen(Screen[None]):
             return
         table = self.query_one(DataTable)
         keep = self._cursor_key(table)
-        old_keys = [r.key for r in self._rows]
+        old_rows = self._rows or []
+        old_keys = [r.key for r in old_rows]
         new_keys = [r.key for r in rows]
         if old_keys == new_keys:
             # Same sessions in the same order: update the cells that changed, no flicker.
-            for old, new in zip(self._rows, rows, strict=True):
+            for old, new in zip(old_rows, rows, strict=True):
                 if old != new:
                     for (col, _), cell, prev, was in zip(
                         COLUMNS, _cells(new), new.cells, old.cells, strict=True
@@ -222,7 +223,7 @@ class SessionsScreen(Screen[None]):
     @property
     def session_ids(self) -> list[str]:
         """The ids in the order shown (for tests and the palette)."""
-        return [r.key for r in self._rows]
+        return [r.key for r in self._rows or []]
 
     def action_open(self) -> None:
         key = self._cursor_key(self.query_one(DataTable))

@@ -1,0 +1,118 @@
+"""`ctxview demo`: the scripted session is written through the real engine, with every kind of
+result the viewer has to show."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from backend.demo import copy_project, run_demo
+from backend.store import Reader
+
+# The installed console script (`python -m backend.cli` would load the cli module twice).
+CTXVIEW = [str(Path(sys.executable).with_name("ctxview"))]
+
+
+async def test_demo_writes_every_kind(tmp_path: Path) -> None:
+    run = await run_demo(tmp_path / "store.db", pace=0)
+    assert run.done
+    async with await Reader.open(tmp_path / "store.db") as reader:
+        sessions = {s.id: s for s in await reader.sessions()}
+        main = sessions[run.session_id]
+        events = await reader.events(run.session_id)
+        results = [e for e in events if e.kind == "result"]
+        kinds = {e.rkind for e in results}
+        # An unchanged stub, a same-result stub, a recall, an error, diffs, a patch, a new file.
+        assert {"unchanged", "same", "recall", "error", "edit", "patch", "created"} <= kinds
+        capped = [e for e in results if e.capped]
+        assert capped and capped[0].tool == "bash" and capped[0].stored_lines >= 1500
+        assert capped[0].elided_lines and capped[0].elided_lines > 1000
+        # The recall points at the capped run; the stubs at earlier full results.
+        recall = next(e for e in results if e.rkind == "recall")
+        assert recall.points_to == capped[0].rid
+        for stub in (e for e in results if e.is_stub):
+            target = await reader.result(run.session_id, stub.points_to)
+            assert target is not None and target.rkind == "full"
+        assert {e.tool for e in results} >= {"multiedit", "apply_patch", "write", "grep", "list"}
+        # A compaction, then more work, then the end.
+        order = [e.kind for e in events]
+        boundary = order.index("compaction")
+        assert "result" in order[boundary:] and order[-1] == "end"
+        compaction = events[boundary]
+        assert [r["path"] for r in compaction.extra["rows"]] == [
+            "README.md", "shop/cart.py", "shop/pricing.py"
+        ]  # fmt: skip
+        # Messages between the steps, usage on the assistant's.
+        roles = {e.role for e in events if e.kind == "message"}
+        assert roles == {"user", "assistant"}
+        assert all("usage" in e.extra for e in events if e.role == "assistant")
+        assert main.title and not main.live and main.chars_saved > 0
+        # The sub-agent session sits under the main one.
+        children = [s for s in sessions.values() if s.parent_session == run.session_id]
+        assert len(children) == 1 and not children[0].live
+    # The edits really happened in the workspace, and the project's tests pass there.
+    assert "max(0.0" in (run.workspace / "shop" / "pricing.py").read_text()
+    assert (run.workspace / "CHANGELOG.md").exists()
+
+
+async def test_pace_spaces_the_steps(tmp_path: Path) -> None:
+    started = time.monotonic()
+    run = await run_demo(tmp_path / "store.db", pace=0.01)
+    took = time.monotonic() - started
+    async with await Reader.open(tmp_path / "store.db") as reader:
+        steps = len([e for e in await reader.events(run.session_id) if e.kind != "call"])
+    # About a pace per step (some weigh more); at pace 0 the same run takes well under this.
+    assert took >= 0.01 * steps * 0.8
+
+
+def test_sample_project_fails_before_the_fix(tmp_path: Path) -> None:
+    """The story needs the copied project to fail the way the script says it does."""
+    project = copy_project(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-B", "run_tests.py", "-v"], cwd=project, capture_output=True, text=True
+    )
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1
+    assert len(lines) >= 1500
+    assert lines[-1].startswith("11 failed,")
+    assert not list(project.rglob("__pycache__"))
+
+
+def test_no_view_prints_store_and_session(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    done = subprocess.run(
+        [*CTXVIEW, "--store", str(store), "demo", "--no-view", "--pace", "0"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    assert lines["store"] == str(store)
+    listed = subprocess.run(
+        [*CTXVIEW, "--store", str(store), "sessions"], capture_output=True, text=True
+    )
+    assert lines["session"] in listed.stdout
+
+
+def test_no_view_without_store_uses_a_temporary_folder(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*CTXVIEW, "demo", "--no-view", "--pace", "0"],
+        capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin",
+        "CTXVIEW_STORE": str(tmp_path / "never.db"), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    store = Path(done.stdout.splitlines()[0].removeprefix("store: "))
+    assert store.exists() and "ctxview-demo-" in str(store)
+    assert not (tmp_path / "never.db").exists()
+
+
+def test_bad_pace_and_theme_are_one_sentence(tmp_path: Path) -> None:
+    for extra, words in ((["--pace", "-1"], "--pace"), (["--theme", "nope"], "ctxview-dark")):
+        done = subprocess.run(
+            [*CTXVIEW, "--store", str(tmp_path / "s.db"), "demo", "--no-view", *extra],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 1
+        assert words in done.stderr and done.stderr.count("\n") == 1
+    assert not (tmp_path / "s.db").exists()

@@ -1,0 +1,96 @@
+"""The sessions screen in the real app over a real store: rows, sub-agents under their parent,
+live arrival of a new session, Enter opens one."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from backend.session import Session
+from backend.store import Writer
+from viewer.app import CtxviewApp
+from viewer.screens.sessions import SessionsScreen, human_count, short_path
+
+
+@pytest.fixture
+async def writer(tmp_path: Path):  # type: ignore[no-untyped-def]
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.py").write_text("".join(f"line {n}\n" for n in range(50)))
+    w = await Writer.open(tmp_path / "store.db")
+    yield w
+    await w.close()
+
+
+async def wait_for(check, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll until `check()` holds (the watcher works in real time)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not check():
+        assert loop.time() < end, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_rows_and_sub_agents_under_their_parent(tmp_path: Path, writer: Writer) -> None:
+    ws = tmp_path / "ws"
+    old = await Session.start(writer, ws, title="old session", started=1_000.0)
+    await old.run("read", {"path": "a.py"})
+    await old.run("read", {"path": "a.py"})  # an unchanged stub: chars saved
+    await old.end()
+    parent = await Session.start(writer, ws, title="parent [b]not markup[/b]", started=2_000.0)
+    child = await Session.start(writer, ws, title="child", started=2_001.0,
+                                parent_session=parent.id)  # fmt: skip
+    app = CtxviewApp(tmp_path / "store.db")
+    async with app.run_test(size=(140, 20)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        await wait_for(lambda: len(screen.session_ids) == 3)
+        # Newest first, the sub-agent right under its parent.
+        assert screen.session_ids == [parent.id, child.id, old.id]
+        table = screen.query_one(DataTable)
+        row = [str(c) for c in table.get_row(parent.id)]
+        assert row[0] == "parent [b]not markup[/b]"  # untrusted text shown as it is
+        assert row[4] == "live"
+        assert str(table.get_row(child.id)[0]).startswith("└ ")
+        old_row = [str(c) for c in table.get_row(old.id)]
+        assert old_row[3] == "2" and old_row[4] == "ended" and old_row[5] != "0"
+        await pilot.pause()
+
+
+async def test_a_new_session_appears_live_and_enter_opens_it(
+    tmp_path: Path, writer: Writer
+) -> None:
+    first = await Session.start(writer, tmp_path / "ws", title="first")
+    app = CtxviewApp(tmp_path / "store.db")
+    async with app.run_test(size=(120, 20)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        await wait_for(lambda: screen.session_ids == [first.id])
+        second = await Session.start(writer, tmp_path / "ws", title="second")
+        await wait_for(lambda: screen.session_ids[0] == second.id)
+        # The cursor stayed on the row it was on; results arrive in its cells live.
+        table = screen.query_one(DataTable)
+        await first.run("read", {"path": "a.py"})
+        await wait_for(lambda: str(table.get_row(first.id)[3]) == "1")
+        assert table.cursor_coordinate.row == 1
+        await pilot.press("up", "enter")
+        await wait_for(lambda: getattr(app.screen, "session_id", None) == second.id)
+
+
+async def test_empty_store_says_so(tmp_path: Path, writer: Writer) -> None:
+    await writer.flush()
+    app = CtxviewApp(tmp_path / "store.db", watch=False)
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause(0.3)
+        assert app.screen.has_class("-empty")
+
+
+def test_small_formatters() -> None:
+    assert human_count(999) == "999"
+    assert human_count(12_345) == "12.3k"
+    assert human_count(2_500_000) == "2.5M"
+    assert short_path(str(Path.home() / "p")) == "~/p"
+    long = "/x" * 40
+    assert short_path(long, 20).startswith("…") and len(short_path(long, 20)) == 20
