@@ -603,11 +603,15 @@ class Session:
         originals: dict[Path, bytes | None] = {}
         changes: list[_Change] = []
 
+        lossy: set[Path] = set()  # files on disk that are not UTF-8: an update would mangle them
+
         def current(real: Path) -> str | None:
             if real not in state:
                 data = real.read_bytes() if real.is_file() else None
                 originals[real] = data
                 state[real] = None if data is None else decode(data)
+                if data is not None and "\ufffd" in state[real] and not _is_utf8(data):
+                    lossy.add(real)
             return state[real]
 
         for op in ops:
@@ -620,6 +624,7 @@ class Session:
                 if old is not None:
                     raise ToolError("error.bad_patch", detail=f"{op.path} already exists")
                 state[real] = op.content
+                lossy.discard(real)
                 changes.append(_Change(op.path, key, None, op.content, real, None))
             elif op.kind == "delete":
                 if old is None:
@@ -629,6 +634,8 @@ class Session:
             else:
                 if old is None:
                     raise ToolError("error.no_file", path=op.path)
+                if real in lossy:
+                    raise ToolError("error.not_utf8", path=op.path)
                 new = patch_tool.apply_chunks(old, op.chunks, op.path)
                 if op.move_to:
                     dest = ws.resolve(op.move_to)
@@ -738,6 +745,14 @@ def _commit_changes(changes: list[_Change]) -> None:
             target.write_text(ch.new, encoding="utf-8", newline="")
         if ch.new is None or ch.dest is not None:
             ch.real.unlink(missing_ok=True)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _strict_text(data: bytes, path: str) -> str:

@@ -1,0 +1,323 @@
+"""Reliability of the engine and its store: killed writers, odd bytes, permissions, many writers.
+
+The forms for bytes that are not UTF-8 text (what these tests pin):
+- a read of a binary file (a NUL byte in its first 8 KiB) answers
+  `[#id PATH binary sha XXXXXXXX] Binary file, N bytes; not shown.`, rkind `binary`, the sha of
+  the bytes, nothing of the content shown or stored;
+- a read of a file that is not UTF-8 (Latin-1, say) shows its lines with U+FFFD for each byte
+  that does not decode; the sha is still that of the bytes;
+- a command's output (bash) is decoded the same way, U+FFFD for undecodable bytes;
+- edit, multiedit and apply_patch refuse a file that is not UTF-8 with the error result
+  `PATH is not UTF-8 text, so it cannot be edited.` and leave it as it was; write replaces it;
+- text handed to `insert` or `message` that is not valid Unicode (a lone surrogate, as a JSON
+  escape can carry) is stored with U+FFFD in its place instead of failing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from backend.session import Session
+from backend.store import Reader, Writer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A writer loop in its own process: every result it prints has been committed (insert returns
+# after COMMIT), so the parent can hold the store to it after a SIGKILL.
+WRITER_LOOP = r"""
+import asyncio, sys
+from pathlib import Path
+from backend.session import Session
+from backend.store import Writer
+
+def output(tag, i):
+    # Mostly small, every 7th over the cap (stored in full, shown capped), every 50th 300 KB.
+    size = 300_000 if i % 50 == 49 else 60_000 if i % 7 == 6 else 40 + i % 300
+    line = f"{tag} line {i} " + "ab" * 20 + "\n"
+    return (f"{tag}:{i}\n" + line * (size // len(line) + 1))[:size]
+
+async def main(store, workspace, session_id, tag, count):
+    writer = await Writer.open(store)
+    try:
+        session = await Session.resume(writer, session_id)
+    except Exception:
+        session = await Session.start(writer, workspace, session_id=session_id)
+    i = 0
+    while count < 0 or i < count:
+        if i % 10 == 3:
+            await session.run("read", {"path": "notes.txt"})
+            kind = "read"
+        elif i % 10 == 8:
+            await session.message("assistant", f"{tag} message {i}")
+            i += 1
+            continue
+        else:
+            await session.insert("bash", {"command": f"step {i}"}, output(tag, i))
+            kind = "insert"
+        print(session.last.rid, tag, i, kind, flush=True)
+        i += 1
+    await writer.close()
+
+store, workspace, session_id, tag, count = sys.argv[1:6]
+asyncio.run(main(store, workspace, session_id, tag, int(count)))
+"""
+
+
+def expected_output(tag: str, i: int) -> str:
+    size = 300_000 if i % 50 == 49 else 60_000 if i % 7 == 6 else 40 + i % 300
+    line = f"{tag} line {i} " + "ab" * 20 + "\n"
+    return (f"{tag}:{i}\n" + line * (size // len(line) + 1))[:size]
+
+
+def spawn(script: Path, store: Path, ws: Path, sid: str, tag: str, count: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(script), str(store), str(ws), sid, tag, str(count)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def committed_lines(stdout: str) -> list[tuple[int, str, int, str]]:
+    """The complete lines the child printed (a kill may cut the last one short)."""
+    out = []
+    for line in stdout.splitlines(keepends=True):
+        if not line.endswith("\n"):
+            break
+        rid, tag, i, kind = line.split()
+        out.append((int(rid), tag, int(i), kind))
+    return out
+
+
+def check_store(store: Path) -> None:
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        # A result and its body are one transaction: neither is ever there without the other.
+        orphans = conn.execute(
+            "SELECT count(*) FROM events e WHERE e.kind = 'result' AND NOT EXISTS "
+            "(SELECT 1 FROM bodies b WHERE b.session = e.session AND b.rid = e.rid)"
+        ).fetchone()[0]
+        assert orphans == 0
+        bodies_without_event = conn.execute(
+            "SELECT count(*) FROM bodies b WHERE NOT EXISTS "
+            "(SELECT 1 FROM events e WHERE e.session = b.session AND e.rid = b.rid)"
+        ).fetchone()[0]
+        assert bodies_without_event == 0
+
+
+async def test_sigkill_while_inserting_loses_nothing_committed(tmp_path: Path) -> None:
+    script = tmp_path / "writer_loop.py"
+    script.write_text(WRITER_LOOP)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("".join(f"note {n}\n" for n in range(120)))
+    store = tmp_path / "state" / "store.db"
+    sid = "killed-session"
+    rng = random.Random(20261129)
+    reported: list[tuple[int, str, int, str]] = []
+    kills = 0
+    for round_no in range(14):
+        proc = spawn(script, store, ws, sid, f"r{round_no}", -1)
+        # From just after start (the store may be mid-creation) to well into the loop.
+        time.sleep(rng.uniform(0.05, 1.2))
+        proc.send_signal(signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=30)
+        assert proc.returncode in (-signal.SIGKILL, 0), stderr
+        kills += proc.returncode == -signal.SIGKILL
+        lines = committed_lines(stdout)
+        rids = [r[0] for r in lines]
+        assert rids == sorted(set(rids)), "ids within one run grow"
+        if reported and rids:
+            assert rids[0] > max(r[0] for r in reported), "a resumed session never reuses an id"
+        reported += lines
+
+        # The store opens, passes the schema check and SQLite's own check after every kill.
+        if not store.exists():
+            continue
+        check_store(store)
+        async with await Reader.open(store) as reader:
+            if await reader.session(sid) is None:
+                assert not reported
+                continue
+            for rid, tag, i, kind in lines:
+                event = await reader.result(sid, rid)
+                assert event is not None, f"committed #{rid:x} is missing"
+                body = await reader.body(sid, rid)
+                assert body is not None
+                if kind == "insert":
+                    assert body.stored == expected_output(tag, i)
+                    assert event.stored_chars == len(body.stored)
+                else:
+                    assert body.stored.startswith("1: note 0\n")
+    assert kills >= 10, "the loop must really kill the writer"
+    assert len(reported) > 50, "the writer must have committed results before the kills"
+    all_rids = [r[0] for r in reported]
+    assert len(all_rids) == len(set(all_rids))
+    async with await Reader.open(store) as reader:
+        row = await reader.session(sid)
+        assert row is not None and row.next_rid > max(all_rids)
+        stored = await reader.events(sid)
+    stored_rids = [e.rid for e in stored if e.rid is not None]
+    assert len(stored_rids) == len(set(stored_rids))
+    assert set(all_rids) <= set(stored_rids)
+
+
+async def test_several_processes_write_one_store(tmp_path: Path) -> None:
+    script = tmp_path / "writer_loop.py"
+    script.write_text(WRITER_LOOP)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("a\nb\n")
+    store = tmp_path / "shared" / "store.db"
+    # Both start at once on a store that does not exist yet: creation races too.
+    procs = [spawn(script, store, ws, f"writer-{n}", f"w{n}", 200) for n in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert "locked" not in err and "busy" not in err.lower()
+    check_store(store)
+    async with await Reader.open(store) as reader:
+        for n, (out, _) in enumerate(outs):
+            lines = committed_lines(out)
+            assert len(lines) == 180  # 200 steps, every tenth a message
+            for rid, tag, i, kind in lines:
+                body = await reader.body(f"writer-{n}", rid)
+                assert body is not None
+                if kind == "insert":
+                    assert body.stored == expected_output(tag, i)
+            events = await reader.events(f"writer-{n}")
+            kinds = [e.kind for e in events]
+            assert kinds.count("result") == kinds.count("call") == 180
+            assert kinds.count("message") == 20
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+async def test_store_created_private(tmp_path: Path, umask: int) -> None:
+    store = tmp_path / "home" / "state" / "ctxview" / "store.db"
+    old = os.umask(umask)
+    try:
+        async with await Writer.open(store) as writer:
+            session = await Session.start(writer, tmp_path)
+            await session.insert("bash", {"command": "x"}, "secret output")
+            assert _mode(store) == 0o600
+            assert _mode(store.parent) == 0o700
+            # SQLite gives the WAL and shared-memory files the main file's mode.
+            for extra in ("-wal", "-shm"):
+                side = store.with_name(store.name + extra)
+                if side.exists():
+                    assert _mode(side) == 0o600
+    finally:
+        os.umask(old)
+    assert _mode(store) == 0o600
+
+
+# Binary and non-UTF-8 input
+
+
+@pytest.fixture
+async def session(tmp_path: Path):  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    writer = await Writer.open(tmp_path / "store" / "store.db")
+    yield await Session.start(writer, ws)
+    await writer.close()
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06" + bytes(
+    range(256)
+)
+LATIN1 = "café au lait\nnaïve\n".encode("latin-1")
+
+
+async def stored(session: Session, rid: int) -> str:
+    text = await session.writer.stored_text(session.id, rid)
+    assert text is not None
+    return text
+
+
+async def test_read_binary_file(session: Session) -> None:
+    (session.workspace.root / "logo.png").write_bytes(PNG)
+    shown = await session.run("read", {"path": "logo.png"})
+    sha = hashlib.sha256(PNG).hexdigest()
+    assert (
+        shown == f"[#1000 logo.png binary sha {sha[:8]}] Binary file, {len(PNG)} bytes; not shown."
+    )
+    assert session.last is not None and session.last.rkind == "binary"
+    assert session.last.sha == sha
+    assert await stored(session, 0x1000) == f"Binary file, {len(PNG)} bytes; not shown."
+    # Recall gives back what was stored, the sentence; never the bytes.
+    recalled = await session.run("recall", {"id": "1000"})
+    assert recalled.endswith("Binary file, 276 bytes; not shown.".replace("276", str(len(PNG))))
+
+
+async def test_read_latin1_file(session: Session) -> None:
+    (session.workspace.root / "latin.txt").write_bytes(LATIN1)
+    shown = await session.run("read", {"path": "latin.txt"})
+    sha = hashlib.sha256(LATIN1).hexdigest()
+    assert (
+        shown
+        == f"[#1000 latin.txt lines 1-2 of 2 sha {sha[:8]}]\n1: caf\ufffd au lait\n2: na\ufffdve"
+    )
+    assert session.last is not None and session.last.sha == sha
+    # Read again unchanged: the usual stub, the bytes' hash decides.
+    again = await session.run("read", {"path": "latin.txt"})
+    assert "Unchanged since #1000" in again
+
+
+async def test_bash_invalid_utf8_output(session: Session) -> None:
+    shown = await session.run("bash", {"command": r"printf 'ok \xff\xfe end\n'; printf '\x00\x01'"})
+    assert shown.startswith("[#1000]\nok \ufffd\ufffd end\n")
+    assert "\x00\x01" in await stored(session, 0x1000)
+
+
+async def test_edit_tools_refuse_non_utf8_file(session: Session) -> None:
+    path = session.workspace.root / "latin.txt"
+    path.write_bytes(LATIN1)
+    sentence = "latin.txt is not UTF-8 text, so it cannot be edited."
+    shown = await session.run(
+        "edit", {"path": "latin.txt", "old_string": "caf", "new_string": "CAF"}
+    )
+    assert shown == f"[#1000] {sentence}"
+    assert session.last is not None and session.last.rkind == "error"
+    shown = await session.run(
+        "multiedit", {"path": "latin.txt", "edits": [{"old_string": "caf", "new_string": "X"}]}
+    )
+    assert shown == f"[#1001] {sentence}"
+    patch = "*** Begin Patch\n*** Update File: latin.txt\n@@\n-na\ufffdve\n+naive\n*** End Patch"
+    shown = await session.run("apply_patch", {"patch": patch})
+    assert shown == f"[#1002] {sentence}"
+    assert path.read_bytes() == LATIN1, "a refused edit leaves the file as it was"
+    # write replaces the whole file, so it may: the old bytes are only shown in the diff.
+    shown = await session.run("write", {"path": "latin.txt", "content": "café\n"})
+    assert session.last is not None and session.last.rkind == "edit"
+    assert path.read_text(encoding="utf-8") == "café\n"
+
+
+async def test_lone_surrogates_are_stored_as_replacement(session: Session) -> None:
+    await session.insert("bash", {"command": "echo \ud800"}, "bad \ud800 text")
+    await session.message("user", "hi \udcff")
+    assert await stored(session, 0x1000) == "bad \ufffd text"
+    async with await Reader.open(session.writer.path) as reader:
+        events = await reader.events(session.id)
+    assert json.loads(events[0].args or "{}") == {"command": "echo \ufffd"}
+    assert events[-1].text == "hi \ufffd"
+    # The session carries on; the next id is the next one.
+    assert (await session.insert("bash", {}, "fine")).startswith("[#1001]")
