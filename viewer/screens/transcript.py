@@ -1,21 +1,230 @@
-"""The transcript of one session (placeholder until the Line-API view lands)."""
+"""The transcript of one session: the Line-API view, jumps with a history, search, boundaries."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from backend.rules.ids import format_id, parse_id
+
+from ..messages import StoreChanged
+from ..render.outline import Block
+from ..widgets.prompt import PromptBar
+from ..widgets.transcript_view import TranscriptView
+
 
 class TranscriptScreen(Screen[None]):
+    """One session, following its tail."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("g", "jump_prompt", "Jump to id"),
+        Binding("number_sign", "jump_prompt", "Jump", show=False),
+        Binding("slash", "search_prompt", "Search"),
+        Binding("n", "next_hit(1)", "Next hit", show=False),
+        Binding("N", "next_hit(-1)", "Previous hit", show=False),
+        Binding("m", "toggle_mode", "Model/stored"),
+        Binding("left_square_bracket", "boundary(-1)", "[ Boundary", show=False),
+        Binding("right_square_bracket", "boundary(1)", "] Boundary", show=False),
+        Binding("alt+left", "history(-1)", "Back", show=False),
+        Binding("alt+right", "history(1)", "Forward", show=False),
+        Binding("escape", "back", "Back", show=False),
+    ]
+
     def __init__(self, session_id: str | None, jump: str | int | None = None) -> None:
         super().__init__()
         self.session_id = session_id or ""
-        self.jump = jump
+        self.pending_jump: int | None = (
+            jump if isinstance(jump, int) else parse_id(jump) if jump else None
+        )
+        self.jump_back: list[Block] = []
+        self.jump_forward: list[Block] = []
+        self.hits: list[int] = []
+        self.hit = -1
+        self.search_query = ""
+        self.title_text = ""
+        self.digits = 4
 
     def compose(self) -> ComposeResult:
-        yield Static(f"transcript {self.session_id}")
+        yield Static(id="transcript-title", classes="status-line")
+        yield Static(id="new-rows")
+        yield Static(id="status", classes="status-line")
+        yield PromptBar()
         yield Footer()
 
-    def jump_to(self, rid: int) -> None:
-        pass
+    async def on_mount(self) -> None:
+        reader = self.app.reader  # type: ignore[attr-defined]
+        row = await reader.resolve_session(self.session_id or None)
+        self.session_id = row.id
+        self.digits = int(row.overrides.get("ids.digits", 4))
+        state = "live" if row.live else "ended"
+        self.title_text = f"{row.title} · {row.id} · {state}"
+        self.query_one("#transcript-title", Static).update(Text(self.title_text))
+        self.view = TranscriptView(self.session_id, digits=self.digits, id="transcript")
+        await self.mount(self.view, after=self.query_one("#transcript-title"))
+        self.view.focus()
+        self.load_view()
+
+    @work(group="outline")
+    async def load_view(self) -> None:
+        await self.view.load()
+        if self.pending_jump is not None:
+            self._try_jump()
+        self.update_status()
+
+    # Store changes
+
+    @on(StoreChanged)
+    async def _store_changed(self, event: StoreChanged) -> None:
+        view = getattr(self, "view", None)
+        if view is not None and view.heights is not None:
+            await view.fetch_new()
+
+    @on(TranscriptView.Follow)
+    def _follow(self, event: TranscriptView.Follow) -> None:
+        note = self.query_one("#new-rows", Static)
+        if event.new_rows and not event.following:
+            note.update(Text(f"{event.new_rows} new rows ↓  (end)"))
+            note.add_class("-shown")
+        else:
+            note.remove_class("-shown")
+        self.update_status()
+
+    @on(TranscriptView.Loaded)
+    def _loaded(self) -> None:
+        if self.pending_jump is not None:
+            self._try_jump()
+        self.update_status()
+
+    def update_status(self, message: str = "") -> None:
+        view = getattr(self, "view", None)
+        if view is None:
+            return
+        parts = [f"{len(view.outline.by_rid):,} results"]
+        if not view.fully_loaded:
+            parts.append("loading earlier rows…")
+        parts.append("stored text" if view.stored_mode else "the model's view")
+        if view.outline.boundaries:
+            parts.append(f"{len(view.outline.boundaries)} compactions")
+        if self.hits:
+            parts.append(f"hit {self.hit + 1}/{len(self.hits)} for {self.search_query!r}")
+        elif self.search_query:
+            parts.append(f"no hits for {self.search_query!r}")
+        if view.following:
+            parts.append("following")
+        if message:
+            parts.append(message)
+        self.query_one("#status", Static).update(Text(" · ".join(parts)))
+
+    # Jumps
+
+    def jump_to(self, rid: int) -> bool:
+        """Land on result `rid`, remembering where we were (alt+left goes back)."""
+        block = self.view.outline.block_of(rid)
+        if block is None:
+            if not self.view.fully_loaded:
+                self.pending_jump = rid
+                return False
+            self.say(f"There is no result {format_id(rid, self.digits)} in this session.")
+            return False
+        if self.view.cursor_block is not None and self.view.cursor_block is not block:
+            self.jump_back.append(self.view.cursor_block)
+            self.jump_forward.clear()
+        self.view.move_to(block, top=True)
+        return True
+
+    def _try_jump(self) -> None:
+        rid, self.pending_jump = self.pending_jump, None
+        if rid is not None:
+            self.jump_to(rid)
+
+    def say(self, message: str) -> None:
+        self.update_status(message)
+        self.notify(message, timeout=4)
+
+    def action_history(self, step: int) -> None:
+        src, dst = (
+            (self.jump_back, self.jump_forward) if step < 0 else (self.jump_forward, self.jump_back)
+        )
+        if not src:
+            self.say("No earlier jump." if step < 0 else "No later jump.")
+            return
+        block = src.pop()
+        if self.view.cursor_block is not None:
+            dst.append(self.view.cursor_block)
+        self.view.move_to(block, top=True)
+
+    @on(TranscriptView.StubFollowed)
+    def _stub(self, event: TranscriptView.StubFollowed) -> None:
+        self.jump_to(event.rid)
+
+    def action_jump_prompt(self) -> None:
+        self.query_one(PromptBar).ask("jump", "Jump to id", "#1a2b or 1a2b")
+
+    def action_search_prompt(self) -> None:
+        self.query_one(PromptBar).ask("search", "Search results", "words (FTS5)")
+
+    @on(PromptBar.Submitted)
+    async def _prompt(self, event: PromptBar.Submitted) -> None:
+        self.view.focus()
+        if event.kind == "jump":
+            rid = parse_id(event.value)
+            if rid is None:
+                self.say(f"{event.value!r} is not a result id (hex digits, with or without #).")
+                return
+            self.jump_to(rid)
+        elif event.kind == "search":
+            await self.search(event.value)
+
+    async def search(self, query: str) -> None:
+        reader = self.app.reader  # type: ignore[attr-defined]
+        self.search_query = query.strip()
+        self.hits = (
+            await reader.search(self.session_id, self.search_query) if self.search_query else []
+        )
+        self.hit = -1
+        if not self.hits:
+            self.say(f"No stored result matches {self.search_query!r}.")
+            return
+        current = self.view.cursor_block.rid if self.view.cursor_block else None
+        start = next((i for i, rid in enumerate(self.hits) if current is None or rid >= current), 0)
+        self.hit = start - 1
+        self.action_next_hit(1)
+
+    def action_next_hit(self, step: int) -> None:
+        if not self.hits:
+            self.say("No search yet: / searches." if not self.search_query else "No hits.")
+            return
+        self.hit = (self.hit + step) % len(self.hits)
+        self.jump_to(self.hits[self.hit])
+        self.update_status()
+
+    # Boundaries, mode
+
+    def action_boundary(self, step: int) -> None:
+        bounds = self.view.outline.boundaries
+        if not bounds:
+            self.say("This session has no compaction boundary.")
+            return
+        cur = self.view.cursor
+        if step > 0:
+            target = next((b for b in bounds if b.index > cur), None)
+        else:
+            target = next((b for b in reversed(bounds) if b.index < cur), None)
+        if target is None:
+            self.say("No later boundary." if step > 0 else "No earlier boundary.")
+            return
+        self.view.move_to(target, top=True)
+
+    def action_toggle_mode(self) -> None:
+        self.view.set_stored_mode(not self.view.stored_mode)
+        self.update_status()
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()

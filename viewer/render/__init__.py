@@ -1,0 +1,1 @@
+"""Turning a session's events into blocks and blocks into lines of styled text."""

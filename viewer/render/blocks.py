@@ -1,0 +1,330 @@
+"""One block to lines of styled text (before wrapping). Pure: the events and bodies come in,
+rich Texts go out; nothing here touches the store or the screen."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+
+from backend.rules.ids import format_id
+from backend.store.records import Event
+
+from .diff import diff_lines
+from .highlight import highlight_lines
+from .links import EpochOf, link_style, linkify
+from .outline import EDIT_KINDS, Block
+from .palette import Palette
+
+FOLD_RESULT = 8  # body lines a folded result shows
+FOLD_MESSAGE = 20
+FOLD_SUMMARY = 3
+MIDDLE_MAX = 2000  # lines of an opened elision shown in place
+ELISION = re.compile(r"^\[(\d+) lines elided, full output (#[0-9a-f]+)\]$")
+READ_LINE = re.compile(r"^(\d+): ")
+
+FOLD_META = Style(meta={"act": "fold"})
+ELISION_META = Style(meta={"act": "elision"})
+NO_MARKUP = {"end": ""}
+
+
+@dataclass
+class BlockData:
+    """What rendering a block needs from the store."""
+
+    first: Event | None = None  # the message, compaction, end, unknown event, or the call
+    result: Event | None = None
+    shown: str | None = None
+    stored: str | None = None  # only when asked for (stored mode, an opened elision)
+
+
+@dataclass
+class RenderContext:
+    palette: Palette
+    epoch_of: EpochOf
+    stored_mode: bool = False
+    digits: int = 4
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def plain(text: str, style: Style | str = "") -> Text:
+    """Untrusted text as a Text: never markup; ANSI colour codes rendered, not printed raw."""
+    if "\x1b" in text:
+        t = Text.from_ansi(text, end="")
+        t.stylize(style)
+        return t
+    return Text(text, style, end="")
+
+
+def estimate(block: Block, stored_mode: bool) -> int:
+    """A block's height before its text is loaded (exact when no line wraps)."""
+    if block.kind == "message":
+        n = block.text_lines
+        body = n if block.open or n <= FOLD_MESSAGE + 1 else FOLD_MESSAGE + 1
+        return 1 + body + 1
+    if block.kind == "tool":
+        if block.rseq is None:
+            return 3
+        lines = (block.stored_lines + 1) if stored_mode else block.shown_lines
+        body = max(lines - 1, 0)
+        shown = body if block.open or body <= FOLD_RESULT + 1 else FOLD_RESULT + 1
+        return 2 + shown + 1
+    if block.kind == "boundary":
+        return 2 + min(block.text_lines, FOLD_SUMMARY + 1) + 1
+    return 2
+
+
+def needs(block: Block, stored_mode: bool) -> tuple[bool, bool]:
+    """(needs the shown body, needs the stored text) to render this block."""
+    if block.kind != "tool" or block.rid is None:
+        return False, False
+    return True, stored_mode or block.elision_open
+
+
+def render_block(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list[Text]:
+    if block.kind == "message":
+        return _message(block, data, ctx)
+    if block.kind == "tool":
+        return _tool(block, data, ctx)
+    if block.kind == "boundary":
+        return _boundary(block, data, ctx, width)
+    if block.kind == "end":
+        return [Text("■ the session ended", ctx.palette.dim, end=""), Text(end="")]
+    ev = data.first
+    what = (ev.text or ev.tool or "") if ev else ""
+    kind = ev.kind if ev else block.role
+    return [plain(f"‹{kind}› {what}"[:500], ctx.palette.dim), Text(end="")]
+
+
+def _fold(lines: list[Text], block: Block, limit: int, ctx: RenderContext) -> list[Text]:
+    if block.open or len(lines) <= limit + 1:
+        return lines
+    more = len(lines) - limit
+    fold = Text(f"  +{more} lines", ctx.palette.fold + FOLD_META, end="")
+    fold.append("  (enter opens)", ctx.palette.dim + FOLD_META)
+    return [*lines[:limit], fold]
+
+
+# Messages
+
+
+def _message(block: Block, data: BlockData, ctx: RenderContext) -> list[Text]:
+    p = ctx.palette
+    ev = data.first
+    role = (ev.role if ev else block.role) or "message"
+    style = {"user": p.user, "assistant": p.assistant}.get(role, p.dim + Style(bold=True))
+    head = Text(f"● {role}", style, end="")
+    extra = ev.extra if ev and ev.data else {}
+    usage = extra.get("usage") if isinstance(extra, dict) else None
+    if isinstance(usage, dict):
+        parts = [f"{k.removesuffix('_tokens').replace('_', ' ')} {v:,}" for k, v in usage.items()
+                 if isinstance(v, int)]  # fmt: skip
+        if parts:
+            head.append("   " + " · ".join(parts), p.dim)
+    if isinstance(extra, dict) and extra.get("thinking"):
+        head.append("   ✻ thought first", p.dim)
+    text = ev.text if ev and ev.text is not None else ""
+    lines = [linkify(plain(line), ctx.epoch_of, block.epoch, p) for line in text.split("\n")]
+    return [head, *_fold(lines, block, FOLD_MESSAGE, ctx), Text(end="")]
+
+
+# Calls and results
+
+
+def _args(ev: Event | None) -> dict[str, Any]:
+    if ev is None or not ev.args:
+        return {}
+    try:
+        args = json.loads(ev.args)
+    except ValueError:
+        return {"args": ev.args}
+    return args if isinstance(args, dict) else {"args": args}
+
+
+def args_summary(tool: str, args: dict[str, Any]) -> str:
+    """The call on one line: what a person needs to recognise it."""
+
+    def first_line(value: Any, limit: int = 160) -> str:
+        s = str(value)
+        line = s.split("\n", 1)[0]
+        return (line[:limit] + "…") if len(line) > limit or "\n" in s else line
+
+    path = args.get("path", args.get("file_path"))
+    if tool == "read":
+        where = f" {args['offset']}" if "offset" in args else ""
+        if "limit" in args:
+            where += f" +{args['limit']}"
+        return f"{path}{where}"
+    if tool == "bash":
+        return first_line(args.get("command", ""))
+    if tool in ("edit", "multiedit", "write"):
+        return str(path)
+    if tool == "apply_patch":
+        patch = str(args.get("patch", args.get("input", "")))
+        files = re.findall(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", patch, re.M)
+        return ", ".join(files) or "patch"
+    if tool == "recall":
+        rest = " ".join(f"{k} {v}" for k, v in args.items() if k != "id")
+        return f"{args.get('id', '')} {rest}".strip()
+    if tool in ("grep", "glob", "list", "search"):
+        pattern = args.get("pattern", "")
+        return f"{pattern} {args.get('path', '')}".strip()
+    return first_line(json.dumps(args, ensure_ascii=False, sort_keys=True), 200)
+
+
+def _call_line(block: Block, data: BlockData, ctx: RenderContext) -> Text:
+    p = ctx.palette
+    tool = block.tool or (data.first.tool if data.first else None) or "tool"
+    line = Text(f"▸ {tool} ", p.tool, end="")
+    line.append_text(linkify(plain(args_summary(tool, _args(data.first))), ctx.epoch_of,
+                             block.epoch, p))  # fmt: skip
+    res = data.result
+    if res is not None and block.rkind in EDIT_KINDS:
+        extra = res.extra
+        added, removed = extra.get("added"), extra.get("removed")
+        if isinstance(added, int) and isinstance(removed, int):
+            line.append("  ")
+            line.append(f"+{added}", p.add)
+            line.append(" ")
+            line.append(f"−{removed}", p.remove)
+    return line
+
+
+def _bracket_style(block: Block, p: Palette) -> Style:
+    if block.rkind == "error":
+        return p.error
+    if block.is_stub:
+        return p.stub
+    if block.rkind == "recall":
+        return p.recall
+    return p.bracket
+
+
+def _tool(block: Block, data: BlockData, ctx: RenderContext) -> list[Text]:
+    p = ctx.palette
+    out = [_call_line(block, data, ctx)]
+    if block.rseq is None:
+        return [*out, Text("  … running", p.dim, end=""), Text(end="")]
+    shown = data.shown or ""
+    bracket, _, body = shown.partition("\n")
+    head = linkify(plain(bracket, _bracket_style(block, p)), ctx.epoch_of, block.epoch, p)
+    if block.is_stub and block.points_to is not None:
+        head.append("  ↵ leads to " + format_id(block.points_to, ctx.digits), p.dim)
+    if ctx.stored_mode:
+        head.append("  (stored text)", p.dim)
+    out.append(head)
+    text = data.stored if ctx.stored_mode and data.stored is not None else body
+    if ctx.stored_mode and block.is_stub and data.stored is not None:
+        text = data.stored
+    if not text:
+        return [*out, Text(end="")]
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    styled = _body(block, data, lines, ctx)
+    return [*out, *_fold(styled, block, FOLD_RESULT, ctx), Text(end="")]
+
+
+def _body(block: Block, data: BlockData, lines: list[str], ctx: RenderContext) -> list[Text]:
+    p = ctx.palette
+    res = data.result
+    path = res.path if res else None
+    visible = lines if block.open else lines[: FOLD_RESULT + 2]
+    rest = lines[len(visible) :]
+    if block.rkind in EDIT_KINDS:
+        styled = diff_lines(visible, path, p)
+    elif block.tool == "read" and block.rkind in ("full", "unchanged"):
+        styled = _read_lines(visible, path, p)
+    elif block.rkind == "error":
+        styled = [plain(line, p.error) for line in visible]
+    else:
+        styled = [plain(line) for line in visible]
+    out: list[Text] = []
+    for i, text in enumerate(styled):
+        match = ELISION.match(lines[i]) if i < len(lines) else None
+        if match and not ctx.stored_mode:
+            out.extend(_elision(block, data, i, int(match.group(1)), ctx, lines[i]))
+            continue
+        out.append(linkify(text, ctx.epoch_of, block.epoch, p))
+    # Lines past the fold only count; they are never styled while folded.
+    out.extend(Text(end="") for _ in rest)
+    return out
+
+
+def _read_lines(lines: list[str], path: str | None, p: Palette) -> list[Text]:
+    numbers: list[str] = []
+    code: list[str] = []
+    for line in lines:
+        m = READ_LINE.match(line)
+        numbers.append(m.group(0) if m else "")
+        code.append(line[m.end() :] if m else line)
+    coloured = highlight_lines(code, path, p.pygments)
+    out = []
+    for i, number in enumerate(numbers):
+        t = Text(number, p.dim, end="")
+        t.append_text(coloured[i] if coloured else Text(code[i], end=""))
+        out.append(t)
+    return out
+
+
+def _elision(block: Block, data: BlockData, index: int, n: int, ctx: RenderContext,
+             line: str) -> list[Text]:  # fmt: skip
+    p = ctx.palette
+    head = linkify(plain(line, p.elision + ELISION_META), ctx.epoch_of, block.epoch, p)
+    if not block.elision_open:
+        head.append("  (click or e opens the middle here)", p.dim + ELISION_META)
+        return [head]
+    if data.stored is None:
+        return [head, Text("  ┆ loading the stored text…", p.dim, end="")]
+    stored = data.stored.split("\n")
+    middle = stored[index : index + n]
+    out = [Text(f"┆ {n} elided lines, from the stored text:", p.elision + ELISION_META, end="")]
+    for m in middle[:MIDDLE_MAX]:
+        t = Text("┆ ", p.elision, end="")
+        t.append_text(plain(m))
+        out.append(t)
+    if n > MIDDLE_MAX:
+        more = Text(f"┆ … {n - MIDDLE_MAX} more lines: open ", p.elision, end="")
+        rid = block.rid or 0
+        more.append(format_id(rid, ctx.digits), link_style(rid, p.link))
+        more.append(" for all of it", p.elision)
+        out.append(more)
+    return out
+
+
+# Compaction boundaries
+
+
+def _boundary(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list[Text]:
+    p = ctx.palette
+    title = f" compaction {block.boundary_number} "
+    side = max(width - len(title), 4)
+    row = Text("━" * (side // 2) + title + "━" * (side - side // 2), p.boundary, end="")
+    out = [row]
+    ev = data.first
+    summary = (ev.text or "") if ev else ""
+    lines = [linkify(plain(line, p.boundary_text), ctx.epoch_of, block.epoch, p)
+             for line in summary.split("\n")]  # fmt: skip
+    out.extend(_fold(lines, block, FOLD_SUMMARY, ctx))
+    rows = (ev.extra.get("rows") if ev else None) or []
+    if rows:
+        out.append(Text("Files read before this summary:", p.dim + Style(bold=True), end=""))
+        wpath = min(max(len(str(r.get("path", ""))) for r in rows), 60)
+        for r in rows:
+            first, last, total = r.get("first"), r.get("last"), r.get("total")
+            span = f"{first}-{last} of {total}" if total else "empty"
+            t = Text(
+                f"  {str(r.get('path', ''))[:60]:<{wpath}}  {span:<18} {str(r.get('sha', ''))[:8]:<8}  ",
+                end="",
+            )
+            rid = r.get("rid")
+            if isinstance(rid, int):
+                t.append_text(linkify(Text(format_id(rid, ctx.digits), end=""), ctx.epoch_of,
+                                      block.epoch, p))  # fmt: skip
+            out.append(t)
+    out.append(Text(end=""))
+    return out

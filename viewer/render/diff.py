@@ -1,0 +1,71 @@
+"""Edit results as coloured unified diffs: hunk headers, + and − lines on their own background,
+the file's language coloured with pygments."""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+
+from .highlight import highlight_lines
+from .palette import Palette
+
+# A file's line inside a patch result: `[src/a.py sha 1c9e04ab]`, `[old.md deleted]`, moves.
+FILE_LINE = re.compile(
+    r"^\[(?:#[0-9a-f]+ )?(?P<path>\S+)(?: moved to (?P<to>\S+))? (?:sha [0-9a-f]+|deleted)\]"
+)
+
+
+def diff_lines(lines: list[str], path: str | None, palette: Palette) -> list[Text]:
+    """Colour the body of an edit result, section by section (a patch has one per file)."""
+    out: list[Text] = []
+    section: list[str] = []
+
+    def flush() -> None:
+        if section:
+            out.extend(_section(section, path, palette))
+            section.clear()
+
+    for line in lines:
+        match = FILE_LINE.match(line)
+        if match:
+            flush()
+            path = match.group("to") or match.group("path")
+            out.append(Text(line, palette.bracket, end=""))
+        else:
+            section.append(line)
+    flush()
+    return out
+
+
+def _is_diff(line: str) -> bool:
+    return line[:1] in ("+", "-", " ") or line.startswith("@@")
+
+
+def _section(lines: list[str], path: str | None, palette: Palette) -> list[Text]:
+    code = [line[1:] if _is_diff(line) and not line.startswith("@@") else "" for line in lines]
+    coloured = highlight_lines(code, path, palette.pygments)
+    out: list[Text] = []
+    for i, line in enumerate(lines):
+        if line.startswith("@@"):
+            out.append(Text(line, palette.hunk, end=""))
+            continue
+        mark = line[:1]
+        if not _is_diff(line):
+            out.append(Text(line, end=""))
+            continue
+        body = coloured[i].copy() if coloured else Text(code[i], end="")
+        if mark == "+":
+            text = Text("+", palette.add, end="") + body
+            text.stylize(palette.add_bg)
+            if not coloured:
+                text.stylize(palette.add, 1)
+        elif mark == "-":
+            text = Text("-", palette.remove, end="") + body
+            text.stylize(palette.remove_bg)
+            if not coloured:
+                text.stylize(palette.remove, 1)
+        else:
+            text = Text(" ", end="") + body
+        out.append(text)
+    return out

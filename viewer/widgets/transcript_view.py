@@ -1,0 +1,581 @@
+"""The transcript: ONE Line-API ScrollView, no widget per message.
+
+Blocks are laid out and wrapped one at a time and their strips cached by (block, width, mode,
+theme); only the lines on screen are rendered. Heights live in a Fenwick tree, so appending a
+row, or a block changing height when its text arrives, costs O(log n). Events and bodies are
+fetched from the store only for the blocks on screen, in range queries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from rich.segment import Segment
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from backend.store.records import Event
+
+from ..messages import OpenResult
+from ..render.blocks import (
+    FOLD_MESSAGE,
+    FOLD_RESULT,
+    FOLD_SUMMARY,
+    BlockData,
+    RenderContext,
+    estimate,
+    needs,
+    render_block,
+)
+from ..render.heights import Heights
+from ..render.outline import SEQ, Block, Outline
+from ..render.palette import Palette
+
+GUTTER = 2
+TAIL_ROWS = 3000  # rows loaded before the first screen
+CHUNK_ROWS = 40000  # older rows loaded after it, newest first
+
+
+class TranscriptView(ScrollView, can_focus=True):
+    """A session's transcript with a block cursor."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "tail", "Tail"),
+        Binding("enter", "primary", "Open"),
+        Binding("space", "fold", "Fold", show=False),
+        Binding("e", "elision", "Elided lines", show=False),
+    ]
+
+    class Follow(Message):
+        """Posted when rows arrive or the follow state changes (for the "new rows" note)."""
+
+        def __init__(self, following: bool, new_rows: int) -> None:
+            super().__init__()
+            self.following = following
+            self.new_rows = new_rows
+
+    class StubFollowed(Message):
+        """Enter on a stub: the screen jumps to the full result (keeping the jump history)."""
+
+        def __init__(self, rid: int) -> None:
+            super().__init__()
+            self.rid = rid
+
+    class Loaded(Message):
+        """The whole outline is loaded (older rows come in after the first screen)."""
+
+    def __init__(self, session_id: str, *, digits: int = 4, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session_id = session_id
+        self.digits = digits
+        self.outline = Outline()
+        self.heights = Heights()
+        self.cursor_block: Block | None = None
+        self.stored_mode = False
+        self.following = True
+        self.new_rows = 0
+        self.fully_loaded = False
+        self.first_screen_at: float | None = None
+        # Called with the new blocks after rows are appended and the screen is refreshed (bench).
+        self.append_hooks: list[Callable[[list[Block]], None]] = []
+        self._strips: LRUCache[tuple[Any, ...], list[Strip]] = LRUCache(600)
+        self._events: LRUCache[int, Event] = LRUCache(8000)
+        self._shown: LRUCache[int, str] = LRUCache(1500)
+        self._stored: LRUCache[int, str] = LRUCache(24)
+        self._want_seqs: set[int] = set()
+        self._want_shown: set[int] = set()
+        self._want_stored: set[int] = set()
+        self._loading = False
+        self._fetching = False
+        self._dirty = False
+        self._pending_heights: dict[int, int] = {}  # block serial -> measured height
+        self._heights_scheduled = False
+        self._palette: Palette | None = None
+        self._width = 0
+
+    # The data
+
+    @property
+    def reader(self) -> Any:
+        return self.app.reader  # type: ignore[attr-defined]
+
+    @property
+    def blocks(self) -> list[Block]:
+        return self.outline.blocks
+
+    @property
+    def palette(self) -> Palette:
+        theme = self.app.current_theme
+        if self._palette is None or self._palette.name != theme.name:
+            pyg = getattr(self.app, "pygments_style", "monokai" if theme.dark else "default")
+            self._palette = Palette.from_theme(theme, pyg)
+        return self._palette
+
+    def context(self) -> RenderContext:
+        return RenderContext(self.palette, self.outline.epoch_of, self.stored_mode, self.digits)
+
+    async def load(self) -> None:
+        """The tail first (the first screen), then older rows in chunks."""
+        reader = self.reader
+        tail = await reader.outline(self.session_id, limit=TAIL_ROWS)
+        if tail:
+            first = tail[0][SEQ]
+            epoch = await reader.count_kind(self.session_id, "compaction", first - 1)
+            self.outline.set_epoch(epoch)
+            self.outline.append(tail)
+        self.heights.rebuild([estimate(b, self.stored_mode) for b in self.blocks])
+        self._update_virtual_size()
+        if self.blocks:
+            self.cursor_block = self.blocks[-1]
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        self.refresh()
+        self.call_after_refresh(self._first_screen)
+        while self.outline.first_seq is not None and self.outline.first_seq > 1:
+            rows = await reader.outline(
+                self.session_id, before=self.outline.first_seq, limit=CHUNK_ROWS
+            )
+            if not rows:
+                break
+            epoch = await reader.count_kind(self.session_id, "compaction", rows[0][SEQ] - 1)
+            self._prepend(rows, epoch)
+        self.fully_loaded = True
+        self._strips.clear()  # links to results that were not loaded yet
+        self.refresh()
+        self.post_message(self.Loaded())
+
+    def _first_screen(self) -> None:
+        if self.first_screen_at is None:
+            self.first_screen_at = time.perf_counter()
+
+    def _prepend(self, rows: list[tuple[Any, ...]], epoch: int) -> None:
+        anchor_i = self.heights.find(self.scroll_offset.y) if self.blocks else 0
+        anchor = self.blocks[anchor_i] if self.blocks else None
+        inside = self.scroll_offset.y - self.heights.offset(anchor_i) if anchor else 0
+        at_end = self.following
+        old = [self.heights.get(i) for i in range(len(self.heights))]
+        old_serials = {b.serial for b in self.blocks}
+        by_serial = dict(zip((b.serial for b in self.blocks), old, strict=True))
+        self.outline.prepend(rows, epoch)
+        self.heights.rebuild(
+            [
+                by_serial[b.serial] if b.serial in old_serials else estimate(b, self.stored_mode)
+                for b in self.blocks
+            ]
+        )
+        self._update_virtual_size()
+        if at_end:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        elif anchor is not None:
+            y = self.heights.offset(anchor.index) + inside
+            self.scroll_to(y=y, animate=False, immediate=True, force=True)
+
+    async def fetch_new(self) -> None:
+        """Rows past the last one this view has (on StoreChanged). Calls coalesce: while a fetch
+        runs, another is only marked, and the fetch repeats once."""
+        if self._fetching:
+            self._dirty = True
+            return
+        self._fetching = True
+        try:
+            while True:
+                self._dirty = False
+                rows = await self.reader.outline(self.session_id, after=self.outline.last_seq)
+                if rows:
+                    self._append(rows)
+                if not self._dirty:
+                    break
+        finally:
+            self._fetching = False
+
+    def _append(self, rows: list[tuple[Any, ...]]) -> None:
+        follow = self.following
+        new, changed = self.outline.append(rows)
+        for block in changed:
+            block.touch()
+            self.heights.set(block.index, estimate(block, self.stored_mode))
+        for block in new:
+            self.heights.append(estimate(block, self.stored_mode))
+        self._update_virtual_size()
+        if follow:
+            if self.blocks:
+                self.cursor_block = self.blocks[-1]
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        else:
+            self.new_rows += len(new)
+        self.refresh()
+        self.post_message(self.Follow(self.following, self.new_rows))
+        if self.append_hooks and new:
+            self.call_after_refresh(self._run_hooks, new)
+
+    def _run_hooks(self, new: list[Block]) -> None:
+        for hook in self.append_hooks:
+            hook(new)
+
+    def _update_virtual_size(self) -> None:
+        self.virtual_size = Size(self.size.width, self.heights.total)
+
+    # Fetching what the blocks on screen need
+
+    def _data(self, block: Block) -> BlockData | None:
+        want_shown, want_stored = needs(block, self.stored_mode)
+        missing = False
+        evs = []
+        for seq in block.seqs:
+            ev = self._events.get(seq)
+            if ev is None:
+                self._want_seqs.add(seq)
+                missing = True
+            evs.append(ev)
+        shown = stored = None
+        if want_shown and block.rid is not None:
+            shown = self._shown.get(block.rid)
+            if shown is None:
+                self._want_shown.add(block.rid)
+                missing = True
+        if want_stored and block.rid is not None:
+            stored = self._stored.get(block.rid)
+            if stored is None:
+                self._want_stored.add(block.rid)
+                # An opened elision renders while its text loads; stored mode waits.
+                missing = missing or self.stored_mode
+        if missing:
+            self._schedule_load()
+            return None
+        first = evs[0]
+        result = evs[-1] if block.rseq is not None else None
+        if block.kind == "tool" and first is not None and first.kind == "result":
+            result = first
+        return BlockData(first, result, shown, stored)
+
+    def _schedule_load(self) -> None:
+        if not self._loading:
+            self._loading = True
+            self.run_worker(self._load_wanted(), group="bodies")
+
+    async def _load_wanted(self) -> None:
+        try:
+            while self._want_seqs or self._want_shown or self._want_stored:
+                seqs = sorted(self._want_seqs)
+                shown_rids = sorted(self._want_shown)
+                stored_rids = sorted(self._want_stored)
+                self._want_seqs.clear()
+                self._want_shown.clear()
+                self._want_stored.clear()
+                for lo, hi in _clusters(seqs, 400):
+                    for ev in await self.reader.events_range(self.session_id, lo, hi):
+                        self._events[ev.seq] = ev
+                for rid, text in (await self.reader.shown(self.session_id, shown_rids)).items():
+                    self._shown[rid] = text
+                for rid in stored_rids:
+                    body = await self.reader.body(self.session_id, rid)
+                    if body is not None:
+                        self._stored[rid] = body.stored
+                    block = self.outline.block_of(rid)
+                    if block is not None:
+                        block.touch()
+        finally:
+            self._loading = False
+        self.refresh()
+
+    # Rendering
+
+    def _strips_for(self, block: Block, width: int) -> list[Strip] | None:
+        pal = self.palette
+        key = (block.serial, block.version, width, self.stored_mode, pal.name)
+        cached = self._strips.get(key)
+        if cached is not None:
+            return cached
+        data = self._data(block)
+        if data is None:
+            return None
+        console = self.app.console
+        base = self.rich_style
+        strips: list[Strip] = []
+        for text in render_block(block, data, self.context(), width):
+            if not text.plain:
+                strips.append(Strip.blank(width, base))
+                continue
+            for line in text.wrap(console, width, overflow="fold", no_wrap=False):
+                line.end = ""
+                segments = list(line.render(console))
+                strips.append(Strip(segments).extend_cell_length(width, base).crop(0, width))
+        self._strips[key] = strips
+        if len(strips) != self.heights.get(block.index):
+            self._pending_heights[block.serial] = len(strips)
+            if not self._heights_scheduled:
+                self._heights_scheduled = True
+                self.call_later(self._commit_heights)
+        return strips
+
+    def _commit_heights(self) -> None:
+        """Give blocks their measured heights (outside of a render); keep the view anchored."""
+        self._heights_scheduled = False
+        pending, self._pending_heights = self._pending_heights, {}
+        if not pending:
+            return
+        top = self.scroll_offset.y
+        shift = 0
+        for block in self.blocks_by_serial(pending):
+            start = self.heights.offset(block.index)
+            delta = self.heights.set(block.index, pending[block.serial])
+            if start < top:
+                shift += delta
+        self._update_virtual_size()
+        if self.following:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        elif shift:
+            self.scroll_to(y=top + shift, animate=False, immediate=True, force=True)
+        self.refresh()
+
+    def blocks_by_serial(self, serials: dict[int, int]) -> list[Block]:
+        """The blocks on screen with these serials (a few; found near the viewport)."""
+        found: list[Block] = []
+        if not self.blocks:
+            return found
+        lo = self.heights.find(self.scroll_offset.y)
+        hi = self.heights.find(self.scroll_offset.y + self.size.height)
+        span = range(max(lo - 50, 0), min(hi + 50, len(self.blocks)))
+        for i in span:
+            if self.blocks[i].serial in serials:
+                found.append(self.blocks[i])
+        cur = self.cursor_block
+        if cur is not None and cur.serial in serials and cur not in found:
+            found.append(cur)
+        return found
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        body_width = max(width - GUTTER, 10)
+        if width != self._width:
+            self._width = width
+        line = self.scroll_offset.y + y
+        base = self.rich_style
+        if not self.blocks or line >= self.heights.total:
+            return Strip.blank(width, base)
+        index = self.heights.find(line)
+        block = self.blocks[index]
+        row = line - self.heights.offset(index)
+        strips = self._strips_for(block, body_width)
+        if strips is None:
+            strip = (
+                Strip([Segment("…", self.palette.dim)]).extend_cell_length(body_width, base)
+                if row == 0
+                else Strip.blank(body_width, base)
+            )
+        elif row < len(strips):
+            strip = strips[row]
+        else:
+            strip = Strip.blank(body_width, base)
+        if block is self.cursor_block:
+            gutter = Strip([Segment("▌ ", self.palette.cursor)])
+        else:
+            gutter = Strip.blank(GUTTER, base)
+        return Strip.join([gutter, strip]).crop_extend(0, width, base)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._relayout_all()
+
+    def _relayout_all(self) -> None:
+        """A new width or mode: every height is an estimate again, kept around the cursor."""
+        anchor = self.cursor_block
+        self._strips.clear()
+        self.heights.rebuild([estimate(b, self.stored_mode) for b in self.blocks])
+        self._update_virtual_size()
+        if self.following:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        elif anchor is not None:
+            self.scroll_to(y=self.heights.offset(anchor.index), animate=False, immediate=True,
+                           force=True)  # fmt: skip
+        self.refresh()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        at_end = round(new_value) >= self.max_scroll_y
+        if at_end != self.following or (at_end and self.new_rows):
+            self.following = at_end
+            if at_end:
+                self.new_rows = 0
+            self.post_message(self.Follow(self.following, self.new_rows))
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    # The cursor
+
+    @property
+    def cursor(self) -> int:
+        return self.cursor_block.index if self.cursor_block is not None else 0
+
+    def move_to(self, block: Block, *, top: bool = False) -> None:
+        """Put the cursor on a block and scroll it into view (at the top when `top`)."""
+        previous = self.cursor_block
+        self.cursor_block = block
+        start = self.heights.offset(block.index)
+        end = start + self.heights.get(block.index)
+        view_top, view_h = self.scroll_offset.y, self.size.height
+        if top or start < view_top:
+            y = start
+        elif end > view_top + view_h:
+            y = min(start, end - view_h)
+        else:
+            y = view_top
+        if y != view_top:
+            self.following = False
+            self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        self.refresh()
+        if previous is not block:
+            self.post_message(self.Follow(self.following, self.new_rows))
+
+    def action_cursor(self, step: int) -> None:
+        if not self.blocks:
+            return
+        i = min(max(self.cursor + step, 0), len(self.blocks) - 1)
+        self.move_to(self.blocks[i])
+
+    def action_page(self, step: int) -> None:
+        if not self.blocks:
+            return
+        y = self.scroll_offset.y + step * max(self.size.height - 1, 1)
+        y = min(max(y, 0), self.max_scroll_y)
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        probe = y if step < 0 else min(y + self.size.height - 1, self.heights.total - 1)
+        self.cursor_block = (
+            self.blocks[self.heights.find(probe)] if step > 0 else self.blocks[self.heights.find(y)]
+        )
+        if step > 0 and y >= self.max_scroll_y:
+            self.cursor_block = self.blocks[-1]
+        self.refresh()
+
+    def action_first(self) -> None:
+        if self.blocks:
+            self.following = False
+            self.cursor_block = self.blocks[0]
+            self.scroll_to(y=0, animate=False, immediate=True, force=True)
+            self.refresh()
+
+    def action_tail(self) -> None:
+        """Back to the live tail: follow new rows again."""
+        if self.blocks:
+            self.cursor_block = self.blocks[-1]
+        self.following = True
+        self.new_rows = 0
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        self.refresh()
+        self.post_message(self.Follow(True, 0))
+
+    # Opening and folding
+
+    def foldable(self, block: Block) -> bool:
+        if block.kind == "tool":
+            lines = block.stored_lines + 1 if self.stored_mode else block.shown_lines
+            return lines - 1 > FOLD_RESULT + 1
+        if block.kind == "message":
+            return block.text_lines > FOLD_MESSAGE + 1
+        if block.kind == "boundary":
+            return block.text_lines > FOLD_SUMMARY + 1
+        return False
+
+    def relayout(self, block: Block) -> None:
+        """Re-render one block now (after a fold or an elision changed) and fix its height."""
+        block.touch()
+        strips = self._strips_for(block, max(self.size.width - GUTTER, 10))
+        self._pending_heights.pop(block.serial, None)
+        height = len(strips) if strips is not None else estimate(block, self.stored_mode)
+        start = self.heights.offset(block.index)
+        self.heights.set(block.index, height)
+        self._update_virtual_size()
+        if start < self.scroll_offset.y:
+            self.scroll_to(y=start, animate=False, immediate=True, force=True)
+        self.refresh()
+
+    def toggle_fold(self, block: Block) -> None:
+        if self.foldable(block):
+            block.open = not block.open
+            self.relayout(block)
+
+    def toggle_elision(self, block: Block) -> None:
+        if block.kind == "tool" and block.capped:
+            block.elision_open = not block.elision_open
+            block.open = block.open or block.elision_open
+            self.relayout(block)
+
+    def action_fold(self) -> None:
+        if self.cursor_block is not None:
+            self.toggle_fold(self.cursor_block)
+
+    def action_elision(self) -> None:
+        if self.cursor_block is not None:
+            self.toggle_elision(self.cursor_block)
+
+    def action_primary(self) -> None:
+        """Enter: follow a stub, open a fold, then open the result."""
+        block = self.cursor_block
+        if block is None:
+            return
+        if block.kind == "tool":
+            if block.is_stub and block.points_to is not None:
+                self.post_message(self.StubFollowed(block.points_to))
+            elif self.foldable(block) and not block.open:
+                self.toggle_fold(block)
+            elif block.rid is not None:
+                self.post_message(OpenResult(self.session_id, block.rid))
+        else:
+            self.toggle_fold(block)
+
+    def set_stored_mode(self, stored: bool) -> None:
+        self.stored_mode = stored
+        self._relayout_all()
+
+    async def _on_click(self, event: events.Click) -> None:
+        meta = event.style.meta if event.style else {}
+        line = self.scroll_offset.y + event.y
+        if not self.blocks or line >= self.heights.total:
+            return
+        block = self.blocks[self.heights.find(line)]
+        self.cursor_block = block
+        self.refresh()
+        rid = meta.get("rid")
+        if isinstance(rid, int):
+            self.post_message(OpenResult(self.session_id, rid))
+        elif meta.get("act") == "fold":
+            self.toggle_fold(block)
+        elif meta.get("act") == "elision":
+            self.toggle_elision(block)
+        event.stop()
+
+    # What the screen asks
+
+    def visible_blocks(self) -> list[Block]:
+        if not self.blocks:
+            return []
+        lo = self.heights.find(self.scroll_offset.y)
+        hi = self.heights.find(self.scroll_offset.y + max(self.size.height - 1, 0))
+        return self.blocks[lo : hi + 1]
+
+    def screen_text(self) -> str:
+        """The plain text on screen now (tests and the benchmark read it)."""
+        return "\n".join(self.render_line(y).text for y in range(self.size.height))
+
+
+def _clusters(seqs: list[int], gap: int) -> list[tuple[int, int]]:
+    """Sorted numbers to ranges, split where two are more than `gap` apart."""
+    out: list[tuple[int, int]] = []
+    for s in seqs:
+        if out and s - out[-1][1] <= gap:
+            out[-1] = (out[-1][0], s)
+        else:
+            out.append((s, s))
+    return out
