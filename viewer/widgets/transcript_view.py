@@ -565,6 +565,11 @@ class TranscriptView(ScrollView, can_focus=True):
         hi = self.heights.find(self.scroll_offset.y + max(self.size.height - 1, 0))
         return self.blocks[lo : hi + 1]
 
+    def block_text(self, block: Block) -> str:
+        """A block's plain text as rendered now, or "" while its text loads (tests use it)."""
+        strips = self._strips_for(block, max(self.size.width - GUTTER, 10))
+        return "\n".join(s.text.rstrip() for s in strips) if strips is not None else ""
+
     def screen_text(self) -> str:
         """The plain text on screen now (tests and the benchmark read it)."""
         return "\n".join(self.render_line(y).text for y in range(self.size.height))
