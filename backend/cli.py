@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -66,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(run(args) or 0)
     except (CliError, StoreError) as exc:
         print(f"ctxview: {exc}", file=sys.stderr)
+        return 1
+    except sqlite3.DatabaseError as exc:
+        # A store damaged past its first pages passes the open and fails on a later query.
+        print(f"ctxview: The store cannot be read ({exc}); it may be damaged.", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -40,6 +40,8 @@ async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
         raise StoreError(f"The store at {path} cannot be opened: {exc}.") from None
     try:
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # Look before setting WAL mode: a file that is not ours is left exactly as it was.
+        await on_thread(conn, schema.check)
         await conn.executescript(schema.PRAGMAS)
         await on_thread(conn, schema.ensure)
     except sqlite3.DatabaseError as exc:

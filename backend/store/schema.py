@@ -133,7 +133,7 @@ def _to_v2(conn: sqlite3.Connection) -> None:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v2}
 
 
-def _version(conn: sqlite3.Connection) -> int | None:
+def check(conn: sqlite3.Connection) -> int | None:
     """The store's schema version, None for an empty file; refuses a file that is not ours."""
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -178,11 +178,11 @@ def ensure(conn: sqlite3.Connection) -> None:
     the two can never differ. The work is done under the write lock after looking again: another
     process may have created or migrated the store in the meantime.
     """
-    if _version(conn) == SCHEMA_VERSION:
+    if check(conn) == SCHEMA_VERSION:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        version = _version(conn)
+        version = check(conn)
         if version is None:
             _run_script(conn, SCHEMA_V1 + RID_TRIGGER)
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
