@@ -250,8 +250,9 @@ class TranscriptView(ScrollView, can_focus=True):
                 self._want_stored.add(block.rid)
                 # An opened elision renders while its text loads; stored mode waits.
                 missing = missing or self.stored_mode
-        if missing:
+        if self._want_seqs or self._want_shown or self._want_stored:
             self._schedule_load()
+        if missing:
             return None
         first = evs[0]
         result = evs[-1] if block.rseq is not None else None
