@@ -166,6 +166,35 @@ class Reader:
         )
         return [_event(r) for r in rows]
 
+    async def facets(self, session_id: str) -> dict[str, list[tuple[str, int, int]]]:
+        """For the command palette: per path and per tool, (name, results, newest id)."""
+        out: dict[str, list[tuple[str, int, int]]] = {}
+        for column in ("path", "tool"):
+            rows = await self._conn.execute_fetchall(
+                f"SELECT {column}, count(*), max(rid) FROM events WHERE session = ? "
+                f"AND kind = 'result' AND {column} IS NOT NULL GROUP BY {column}",
+                (session_id,),
+            )
+            out[column] = [(r[0], int(r[1]), int(r[2])) for r in rows]
+        return out
+
+    async def recent_calls(self, session_id: str, limit: int = 500) -> list[tuple]:  # type: ignore[type-arg]
+        """The newest `limit` results, newest first, as (rid, tool, rkind, path, args JSON of
+        their call): what the command palette matches a typed word against."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT seq, rid, tool, rkind, path, call_ref FROM events "
+            "WHERE session = ? AND kind = 'result' ORDER BY seq DESC LIMIT ?",
+            (session_id, limit),
+        )
+        if not rows:
+            return []
+        calls = await self._conn.execute_fetchall(
+            "SELECT call_ref, args FROM events WHERE session = ? AND kind = 'call' AND seq >= ?",
+            (session_id, max(0, rows[-1][0] - 2 * limit)),
+        )
+        args = {c[0]: c[1] for c in calls if c[0]}
+        return [(r[1], r[2], r[3], r[4], args.get(r[5])) for r in rows]
+
     # Bodies
 
     async def body(self, session_id: str, rid: int) -> Body | None:

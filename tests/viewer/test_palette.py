@@ -1,0 +1,117 @@
+"""The command palette finds ids, paths and tools of the open session, and sessions on the
+list; each hit posts the message that takes the app there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.command import CommandPalette
+from textual.message import Message
+from textual.widgets import OptionList
+
+from backend.demo import run_demo
+from backend.store import Reader
+from viewer.app import CtxviewApp
+from viewer.messages import Jump, OpenResult, OpenSession
+from viewer.palette import describe_args
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    import asyncio
+
+    path = tmp_path_factory.mktemp("palette") / "store.db"
+    run = asyncio.run(run_demo(path, pace=0))
+    return path, run.session_id
+
+
+async def newest(store: Path, session: str, column: str, value: str) -> int:
+    async with await Reader.open(store) as reader:
+        rids = [e.rid for e in await reader.events(session) if e.kind == "result"
+                and getattr(e, column) == value]  # fmt: skip
+    return max(r for r in rids if r is not None)
+
+
+async def pick(app: CtxviewApp, pilot, query: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """Open the palette, type `query`, return the hits shown, then choose the first."""
+    await pilot.press("ctrl+p")
+    await pilot.pause(0.2)
+    assert isinstance(app.screen, CommandPalette)
+    await pilot.press(*query)
+    await pilot.pause(0.6)
+    options = app.screen.query_one(OptionList)
+    shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+    await pilot.press("enter")
+    await pilot.pause(0.2)
+    return shown
+
+
+def recorder() -> tuple[list[Message], object]:
+    seen: list[Message] = []
+
+    def hook(message: Message) -> None:
+        if isinstance(message, Jump | OpenResult | OpenSession):
+            seen.append(message)
+
+    return seen, hook
+
+
+@pytest.mark.parametrize("typed", ["#1005", "1005"])
+async def test_an_id_jumps_there(demo_store: tuple[Path, str], typed: str) -> None:
+    store, session = demo_store
+    seen, hook = recorder()
+    app = CtxviewApp(store, session=session, watch=False)
+    async with app.run_test(size=(120, 30), message_hook=hook) as pilot:  # type: ignore[arg-type]
+        await pilot.pause(0.3)
+        shown = await pick(app, pilot, typed)
+        assert "Jump to #1005" in shown[0] and "bash" in shown[0]
+        assert any("Open #1005 in full" in s for s in shown)
+    jumps = [m for m in seen if isinstance(m, Jump)]
+    assert [(j.session_id, j.rid) for j in jumps] == [(session, 0x1005)]
+
+
+@pytest.mark.parametrize(
+    ("typed", "column", "value"),
+    [("pricing.py", "path", "shop/pricing.py"), ("apply_patch", "tool", "apply_patch")],
+)
+async def test_a_path_or_tool_jumps_to_its_newest_result(
+    demo_store: tuple[Path, str], typed: str, column: str, value: str
+) -> None:
+    store, session = demo_store
+    seen, hook = recorder()
+    app = CtxviewApp(store, session=session, watch=False)
+    async with app.run_test(size=(120, 30), message_hook=hook) as pilot:  # type: ignore[arg-type]
+        await pilot.pause(0.3)
+        shown = await pick(app, pilot, typed)
+        assert shown and value in shown[0]
+    expected = await newest(store, session, column, value)
+    assert [m.rid for m in seen if isinstance(m, Jump)] == [expected]
+
+
+async def test_words_of_a_call_find_it(demo_store: tuple[Path, str]) -> None:
+    store, session = demo_store
+    app = CtxviewApp(store, session=session, watch=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause(0.3)
+        shown = await pick(app, pilot, "run_tests -v")
+        assert any("python3 -B run_tests.py -v" in s and "#1005" in s for s in shown)
+
+
+async def test_on_the_session_list_it_finds_sessions(demo_store: tuple[Path, str]) -> None:
+    store, session = demo_store
+    seen, hook = recorder()
+    app = CtxviewApp(store, watch=False)
+    async with app.run_test(size=(120, 30), message_hook=hook) as pilot:  # type: ignore[arg-type]
+        await pilot.pause(0.3)
+        shown = await pick(app, pilot, "discount code")
+        assert "Fix: cart total wrong with a discount code" in shown[0]
+    assert [m.session_id for m in seen if isinstance(m, OpenSession)] == [session]
+
+
+def test_describe_args() -> None:
+    assert describe_args("bash", '{"command": "make  test"}') == "make test"
+    assert describe_args("read", '{"path": "a.py", "offset": 3}') == "a.py"
+    assert describe_args("x", '{"n": 1}') == '{"n": 1}'
+    assert describe_args("x", "not json") == ""
+    assert describe_args("bash", '{"command": "' + "y" * 100 + '"}', width=10) == "y" * 9 + "…"
