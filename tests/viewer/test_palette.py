@@ -115,3 +115,22 @@ def test_describe_args() -> None:
     assert describe_args("x", '{"n": 1}') == '{"n": 1}'
     assert describe_args("x", "not json") == ""
     assert describe_args("bash", '{"command": "' + "y" * 100 + '"}', width=10) == "y" * 9 + "…"
+
+
+async def test_question_mark_shows_the_keys_and_closes(demo_store: tuple[Path, str]) -> None:
+    from textual.widgets import Static
+
+    from viewer.screens.help import KEYS, HelpScreen
+
+    store, _ = demo_store
+    app = CtxviewApp(store, watch=False)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#help-keys", Static)
+        assert table.size.height >= sum(len(rows) for _, rows in KEYS)
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, HelpScreen)

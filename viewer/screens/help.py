@@ -1,0 +1,79 @@
+"""The keys screen (`?`): every key of the viewer, grouped, with what it does."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+# (group, [(keys, what it does)]): the keys of DESIGN.md, in the words of the spec.
+KEYS: list[tuple[str, list[tuple[str, str]]]] = [
+    ("Move around", [
+        ("g  #", "jump to a result id (with or without #)"),
+        ("enter", "open the id under the cursor, or fold / unfold the block"),
+        ("[  ]", "previous / next compaction boundary"),
+        ("alt+←  alt+→", "back / forward through your jumps"),
+        ("end", "back to the live tail (follow new rows)"),
+        ("↑ ↓  pgup pgdn  home", "scroll"),
+    ]),
+    ("Find", [
+        ("/", "search the session's stored results"),
+        ("n  N", "next / previous hit"),
+        ("ctrl+p", "command palette: ids, paths, tools, sessions, themes"),
+    ]),
+    ("Show", [
+        ("m", "what the model saw / the full stored text"),
+        ("click an id", "open the full stored result"),
+        ("click a stub", "go to the result it stands for"),
+        ("click an elision", "open the elided middle in place"),
+    ]),
+    ("The app", [
+        ("?", "these keys"),
+        ("escape", "close a view, a prompt or this screen"),
+        ("q", "quit"),
+    ]),
+]  # fmt: skip
+
+
+def keys_table() -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(justify="right", style="bold", no_wrap=True)
+    table.add_column()
+    for i, (group, rows) in enumerate(KEYS):
+        if i:
+            table.add_row("", "")
+        table.add_row(Text(""), Text(group, style="bold underline"))
+        for keys, what in rows:
+            table.add_row(Text(keys), Text(what))
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    """A modal list of the keys; any of escape, q or ? closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "Close"),
+        Binding("q", "dismiss", "Close", show=False),
+        Binding("question_mark", "dismiss", "Close", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 78; max-width: 95%; height: auto; max-height: 90%;
+        border: round $primary; background: $surface; padding: 1 2;
+    }
+    HelpScreen #help-title { text-style: bold; color: $primary; padding-bottom: 1; }
+    HelpScreen #help-keys { height: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static("ctxview keys", id="help-title")
+            yield Static(keys_table(), id="help-keys")
