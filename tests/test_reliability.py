@@ -321,3 +321,31 @@ async def test_lone_surrogates_are_stored_as_replacement(session: Session) -> No
     assert events[-1].text == "hi \ufffd"
     # The session carries on; the next id is the next one.
     assert (await session.insert("bash", {}, "fine")).startswith("[#1001]")
+
+
+# Bodies too big to bind are written in pieces (backend/store/writer.py BIG_CHARS)
+
+
+@pytest.mark.parametrize("kind", ["ascii", "non-ascii", "surrogate"])
+async def test_big_body_written_in_pieces_reads_back_the_same(session: Session, kind: str) -> None:
+    from backend.store.writer import BIG_CHARS, PIECE_CHARS
+
+    line = {"ascii": "plain line of text\n", "non-ascii": "café ünïcödé 😀 ✓\n",
+            "surrogate": "plain line\n"}[kind]  # fmt: skip
+    output = "needle_word first line\n" + line * (BIG_CHARS // len(line) + 10)
+    if kind == "surrogate":  # one lone surrogate past the first piece
+        at = PIECE_CHARS + 5
+        output = output[:at] + "\ud800" + output[at + 1 :]
+    assert len(output) > BIG_CHARS
+    await session.insert("bash", {"command": "big"}, output)
+    expected = output.replace("\ud800", "\ufffd")
+    assert await stored(session, 0x1000) == expected
+    async with await Reader.open(session.writer.path) as reader:
+        body = await reader.body(session.id, 0x1000)
+        assert body is not None and body.stored == expected
+        assert (await reader.bodies(session.id, [0x1000]))[0x1000].stored == expected
+        event = await reader.result(session.id, 0x1000)
+        assert event is not None and event.stored_chars == len(output) and event.capped
+        assert await reader.search(session.id, "needle_word") == [0x1000]
+    recalled = await session.run("recall", {"id": "1000", "offset": 2, "limit": 1})
+    assert recalled.endswith("\n" + line.rstrip("\n").replace("\ud800", "\ufffd"))

@@ -199,7 +199,7 @@ class Reader:
 
     async def body(self, session_id: str, rid: int) -> Body | None:
         rows = await self._conn.execute_fetchall(
-            "SELECT rid, shown, stored FROM bodies WHERE session = ? AND rid = ?",
+            "SELECT rid, shown, CAST(stored AS TEXT) FROM bodies WHERE session = ? AND rid = ?",
             (session_id, rid),
         )
         return Body(*rows[0]) if rows else None
@@ -210,7 +210,7 @@ class Reader:
             return {}
         marks = ",".join("?" for _ in rids)
         rows = await self._conn.execute_fetchall(
-            f"SELECT rid, shown, stored FROM bodies WHERE session = ? AND rid IN ({marks})",
+            f"SELECT rid, shown, CAST(stored AS TEXT) FROM bodies WHERE session = ? AND rid IN ({marks})",
             (session_id, *rids),
         )
         return {r[0]: Body(*r) for r in rows}

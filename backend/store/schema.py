@@ -115,7 +115,9 @@ END;
 
 def _to_v2(conn: sqlite3.Connection) -> None:
     # The writer now feeds the full-text index itself: the trigger made SQLite hold one more
-    # whole copy of a body (the NEW row), 200 MB more for a 200 MB output.
+    # whole copy of a body (the NEW row), 200 MB more for a 200 MB output. Since version 2 a
+    # body over `writer.BIG_CHARS` is written in pieces, so its `stored` is a BLOB of UTF-8:
+    # read it as CAST(stored AS TEXT) (a version-1 ctxview refuses this store, so never sees one).
     conn.execute("DROP TRIGGER IF EXISTS bodies_fts_insert")
     # A session's events of one kind in order: the viewer's stepping from message to message or
     # compaction to compaction, and counting them, without a scan of the whole session.

@@ -55,7 +55,10 @@ def _write_once(
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany(_EVENT_SQL, events)
-        conn.executemany(_BODY_SQL, bodies)
+        conn.executemany(_BODY_SQL, [b for b in bodies if len(b[3]) <= BIG_CHARS])
+        for session_, rid, shown, stored in bodies:
+            if len(stored) > BIG_CHARS:
+                _write_big(conn, session_, rid, shown, stored)
         # Only the first fts.max_chars of a body are indexed; the slice is the only copy made.
         conn.executemany(
             _FTS_SQL, [(s, rid, stored[:fts_max_chars]) for s, rid, _, stored in bodies]
@@ -65,6 +68,30 @@ def _write_once(
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+# A body longer than this is written in pieces: bound as a parameter, SQLite would hold two more
+# whole copies of it (the bound value and the record it builds), 400 MB for a 200 MB output.
+BIG_CHARS = 8 << 20
+PIECE_CHARS = 1 << 20
+
+
+def _write_big(conn: sqlite3.Connection, session: str, rid: int, shown: str, stored: str) -> None:
+    """Reserve the body's bytes with zeroblob and fill them a piece at a time. The value is then
+    a BLOB of UTF-8 rather than TEXT: readers select `CAST(stored AS TEXT)`, the same text."""
+    pieces = range(0, len(stored), PIECE_CHARS)
+    if stored.isascii():  # O(1) in CPython: one byte per character
+        size = len(stored)
+    else:
+        size = sum(len(stored[i : i + PIECE_CHARS].encode("utf-8")) for i in pieces)
+    cur = conn.execute(
+        "INSERT INTO bodies (session, rid, shown, stored) VALUES (?, ?, ?, zeroblob(?))",
+        (session, rid, shown, size),
+    )
+    assert cur.lastrowid is not None
+    with conn.blobopen("bodies", "stored", cur.lastrowid) as blob:
+        for i in pieces:
+            blob.write(stored[i : i + PIECE_CHARS].encode("utf-8"))
 
 
 def _same(value: Any) -> Any:
@@ -186,7 +213,8 @@ class Writer:
     async def stored_text(self, session_id: str, rid: int) -> str | None:
         await self.flush()
         rows = await self._conn.execute_fetchall(
-            "SELECT stored FROM bodies WHERE session = ? AND rid = ?", (session_id, rid)
+            "SELECT CAST(stored AS TEXT) FROM bodies WHERE session = ? AND rid = ?",
+            (session_id, rid),
         )
         return rows[0][0] if rows else None
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 @dataclass
 class CommandOutput:
-    output: bytes
+    output: bytes | bytearray
     exit_code: int | None  # None when it timed out
     timed_out: bool
 
@@ -26,12 +26,13 @@ async def run(command: str, cwd: Path, timeout: float) -> CommandOutput:
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,  # its own process group, so a timeout stops its children too
     )  # fmt: skip
-    chunks: list[bytes] = []
+    # One growing buffer, not a list joined at the end: a 200 MB output is held once, not twice.
+    output = bytearray()
 
     async def pump() -> None:
         assert proc.stdout is not None
-        while data := await proc.stdout.read(1 << 16):
-            chunks.append(data)
+        while data := await proc.stdout.read(1 << 20):
+            output.extend(data)
 
     try:
         await asyncio.wait_for(asyncio.gather(pump(), proc.wait()), timeout)
@@ -39,5 +40,5 @@ async def run(command: str, cwd: Path, timeout: float) -> CommandOutput:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
-        return CommandOutput(b"".join(chunks), None, True)
-    return CommandOutput(b"".join(chunks), proc.returncode, False)
+        return CommandOutput(output, None, True)
+    return CommandOutput(output, proc.returncode, False)
