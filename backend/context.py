@@ -296,9 +296,16 @@ class ContextState:
         newly: list[int] = []
         for i in range(self.boundary, b):
             m = self.msgs[i]
-            if m.role == "tool" and m.stub is None and m.rid is not None and \
-                    elide_rules.elidable(m.text_chars, self.min_chars):  # fmt: skip
-                m.stub = elide_rules.stub(m.rid, m.text_chars, m.tool, m.path, self.config)
+            stub = (
+                elide_rules.stub(m.rid, m.text_chars, m.tool, m.path, self.config)
+                if m.role == "tool"
+                and m.stub is None
+                and m.rid is not None
+                and m.text_chars > self.min_chars
+                else None
+            )
+            if stub is not None and elide_rules.elidable(m.text_chars, self.min_chars, len(stub)):
+                m.stub = stub
                 m.elided_at = request
                 new = rendered_size("tool", len(m.stub))
                 self.sent += new - m.chars

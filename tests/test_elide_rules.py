@@ -50,6 +50,9 @@ def test_threshold_and_min_chars_are_strict() -> None:
     assert elide.crossed(180_001, 180_000)
     assert not elide.elidable(2000, 2000)
     assert elide.elidable(2001, 2000)
+    # Never a stub longer than what it stands for, whatever min_chars says.
+    assert not elide.elidable(50, 0, stub_chars=60)
+    assert elide.elidable(61, 0, stub_chars=60)
 
 
 def test_stub_names_the_id_the_size_and_what_it_was() -> None:

@@ -30,10 +30,11 @@ def crossed(size_chars: int, threshold_chars: int) -> bool:
     return size_chars > threshold_chars
 
 
-def elidable(text_chars: int, min_chars: int) -> bool:
-    """A result is worth a stub only when its text is longer than `elide.min_chars`: a stub is
-    about 80 characters, and short results are the ones the model still quotes."""
-    return text_chars > min_chars
+def elidable(text_chars: int, min_chars: int, stub_chars: int = 0) -> bool:
+    """A result is worth a stub only when its text is longer than `elide.min_chars` (a stub is
+    about 80 characters, and short results are the ones the model still quotes) and longer than
+    the stub itself, whatever the config says: elision never makes a context longer."""
+    return text_chars > min_chars and text_chars > stub_chars
 
 
 def what(tool: str | None, path: str | None) -> str:
