@@ -164,6 +164,15 @@ class Session:
                 )
             if ev.sha and "key" in extra:
                 known[extra["key"]] = (ev.sha, ev.rid)
+            for f in extra.get("files", []) if ev.kind == "result" else []:
+                # An edit's files: what the session itself wrote there (no "changed outside"
+                # note for its own edits after a restart).
+                if f.get("from_key"):
+                    known.pop(f["from_key"], None)
+                if f.get("key") and f.get("sha"):
+                    known[f["key"]] = (f["sha"], ev.rid)
+                elif f.get("key"):
+                    known.pop(f["key"], None)
         session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"],
                       dedupe, known)  # fmt: skip
         await session._replay_context()
@@ -188,6 +197,9 @@ class Session:
             result = await self._dispatch(tool, args)
         except ToolError as err:
             result = self._error(tool, err)
+        except OSError as err:  # decision 10: a tool's failure is a result, never raised
+            detail = err.strerror or str(err)
+            result = self._error(tool, ToolError("error.failed", detail=detail.rstrip(".")))
         await self._store(result, ref, None, time.time(), call=None if early else call)
         return result.shown
 
@@ -539,6 +551,8 @@ class Session:
     async def _recall(self, args: dict[str, Any]) -> Result:
         """§4: a stored result again, in full, a window of lines; never capped or deduplicated."""
         given = str(args.get("id", "")).strip()
+        if not given.lstrip("#"):
+            raise ToolError("error.bad_args", detail="id must be a result id such as #1a2b")
         offset = _whole(args.get("offset", 1), "offset")
         window = self.config["window.lines"]
         limit = min(_whole(args.get("limit", window), "limit"), window)
@@ -701,7 +715,11 @@ class Session:
             plus, minus = counts(diff)
             added, removed = added + plus, removed + minus
             files.append({"path": ch.moved_to or ch.path, "from": ch.path if ch.moved_to else None,
-                          "sha": new_sha, "kind": kind, "added": plus, "removed": minus})  # fmt: skip
+                          "sha": new_sha, "kind": kind, "added": plus, "removed": minus,
+                          "key": ch.dest_key or ch.key,
+                          "from_key": ch.key if ch.dest_key else None})  # fmt: skip
+            if ch.dest_key:
+                self._known.pop(ch.key, None)
             if new_sha is not None:
                 self._known[ch.dest_key or ch.key] = (new_sha, rid)
             else:

@@ -1030,6 +1030,20 @@ case("bash_timeout_is_stated", "decision 10", [
 case("bash_runs_in_the_workspace", "decision 11", [
     call("bash", {"command": "cat a.txt"}, "[#1000]\na\nb\nc\n"),
 ], files={"a.txt": ABC})  # fmt: skip
+case("a_tool_failing_on_the_system_is_an_error_result", "decision 10", [
+    call("bash", {"command": "ln -s loop loop"}, "[#1000]"),
+    read("loop", "[#1001] The call failed: Too many levels of symbolic links."),
+])  # fmt: skip
+case("recall_without_an_id_is_bad_arguments", "decision 10", [
+    call("recall", {}, "[#1000] The call's arguments are wrong: id must be a result id such as #1a2b."),
+])  # fmt: skip
+case("apply_patch_move_of_one_file", S5, [
+    call("apply_patch", {"patch": "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n"
+                                  "@@\n-a\n+A\n*** End Patch"},
+         f"[#1000 a.txt moved to b.txt sha {sha('A' + chr(10) + 'b' + chr(10) + 'c' + chr(10))}]\n"
+         "@@ -1,3 +1,3 @@\n-a\n+A\n b\n c"),
+    read("a.txt", "[#1001] There is no file a.txt in the workspace."),
+], files={"a.txt": ABC})  # fmt: skip
 case("config_sentences_are_templates", "decision 12", [
     out("t", "x"),
     call("recall", {"id": "#ffff"}, "[#1001] Nothing stored as #ffff."),
