@@ -7,6 +7,12 @@ numbered lines and diffs in place of the tool's own wording; it can be negative)
 up to `chars_seen - chars_hygiene`. Tokens are estimated as characters / 4; the token figures from
 the usage records are the model's own counts. `SessionStats` is a dataclass so later measures
 (elision) can add fields without changing the command.
+
+What is re-sent (issue 5): every request sends the whole context again, so the same events are
+also replayed as the context as sent (`backend/context.py`) in three arms, `none` (what the agent
+got), `hygiene` (3.0.0) and `elided` (3.0.0 plus elision at the session's `elide.*` values), each
+summing its context's size over all requests, its prefix breaks (compactions, strides), and an
+estimated bill from a prompt-cache model (`cost.<provider>.*`).
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .config import Config, ConfigError
+from .context import ARMS, ArmFigures, arm_state, figures
+from .rules.context import Usage, bill, provider_of, rates
 from .store import Reader
 from .store.records import SessionRow
 
@@ -46,6 +55,18 @@ class SessionStats:
     saved: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MEASURES, 0))
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     usage_messages: int = 0  # assistant messages that carried usage
+    # The context as sent, per arm (none, hygiene, elided), and its estimated bill in units of
+    # one uncached input token at the session's provider's rates.
+    arms: dict[str, ArmFigures] = field(default_factory=lambda: {a: ArmFigures() for a in ARMS})
+    bills: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ARMS, 0.0))
+    bill_usage: float = 0.0  # the same bill from the model's own usage counts
+
+    @property
+    def requests(self) -> int:
+        return self.arms["hygiene"].requests
+
+    def sent_chars(self, arm: str) -> int:
+        return self.arms[arm].sent_chars
 
     @property
     def chars_saved(self) -> int:
@@ -61,9 +82,27 @@ class SessionStats:
             self.saved[k] += other.saved[k]
         for k in USAGE_KEYS:
             self.usage[k] += other.usage[k]
+        for arm in ARMS:
+            mine, theirs = self.arms[arm], other.arms[arm]
+            for name in ("requests", "sent_chars", "cache_read_chars", "cache_write_chars",
+                         "prefix_breaks", "compactions", "strides", "elided_results"):  # fmt: skip
+                setattr(mine, name, getattr(mine, name) + getattr(theirs, name))
+            mine.peak_chars = max(mine.peak_chars, theirs.peak_chars)
+            self.bills[arm] += other.bills[arm]
+        self.bill_usage += other.bill_usage
 
     def as_json(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("arms"), out.pop("bills")
+        out["requests"] = self.requests
+        for arm in ARMS:
+            out[f"sent_chars_{arm}"] = self.arms[arm].sent_chars
+            out[f"sent_tokens_{arm}"] = self.arms[arm].sent_tokens
+            out[f"bill_{arm}"] = round(self.bills[arm])
+        out["prefix_breaks"] = self.arms["elided"].prefix_breaks
+        out["prefix_breaks_hygiene"] = self.arms["hygiene"].prefix_breaks
+        out["bill_usage"] = round(self.bill_usage)
+        out["arms"] = {arm: asdict(self.arms[arm]) for arm in ARMS}
         out["chars_saved"] = self.chars_saved
         out["tokens_est_seen"] = est_tokens(self.chars_seen)
         out["tokens_est_hygiene"] = est_tokens(self.chars_hygiene)
@@ -71,9 +110,18 @@ class SessionStats:
         return out
 
 
-async def session_stats(reader: Reader, row: SessionRow) -> SessionStats:
-    """One session's figures, reading its events a page at a time (no bodies)."""
+async def session_stats(
+    reader: Reader, row: SessionRow, overrides: dict[str, Any] | None = None
+) -> SessionStats:
+    """One session's figures, reading its events a page at a time (no bodies). `overrides`
+    (config keys, e.g. `elide.threshold_chars`) apply over the session's own config."""
     st = SessionStats(row.id, row.source, row.title, row.parent_session)
+    try:
+        config = Config({**row.overrides, **(overrides or {})})
+    except ConfigError:
+        config = Config(overrides)
+    states = {arm: arm_state(config, arm) for arm in ARMS}
+    price = rates(config, provider_of(row.source))
     after = 0
     while True:
         page = await reader.events(row.id, after=after, limit=_PAGE)
@@ -81,6 +129,8 @@ async def session_stats(reader: Reader, row: SessionRow) -> SessionStats:
             break
         after = page[-1].seq
         for ev in page:
+            for state in states.values():
+                state.feed(ev)
             if ev.kind == "compaction":
                 st.compactions += 1
             elif ev.kind in ("message", "usage"):
@@ -91,6 +141,9 @@ async def session_stats(reader: Reader, row: SessionRow) -> SessionStats:
                     for k in USAGE_KEYS:
                         value = usage.get(k)
                         st.usage[k] += value if isinstance(value, int) else 0
+                    if (u := Usage.from_dict(usage)) is not None:
+                        st.bill_usage += bill(u.input_tokens, u.cache_write_tokens,
+                                              u.cache_read_tokens, price)  # fmt: skip
             elif ev.kind == "result" and ev.rid is not None:
                 st.results += 1
                 shown = ev.shown_chars or 0
@@ -111,6 +164,9 @@ async def session_stats(reader: Reader, row: SessionRow) -> SessionStats:
                 else:
                     measure = "other"
                 st.saved[measure] += base - shown
+    for arm, state in states.items():
+        st.arms[arm] = figures(state)
+        st.bills[arm] = st.arms[arm].bill(price)
     return st
 
 
@@ -125,10 +181,10 @@ def _usage(data: str | None) -> dict[str, Any] | None:
 
 
 async def all_stats(
-    reader: Reader, rows: list[SessionRow]
+    reader: Reader, rows: list[SessionRow], overrides: dict[str, Any] | None = None
 ) -> tuple[list[SessionStats], SessionStats]:
     """Each session's figures and their total."""
-    per = [await session_stats(reader, r) for r in rows]
+    per = [await session_stats(reader, r, overrides) for r in rows]
     total = SessionStats("total", "")
     for st in per:
         total.add(st)
