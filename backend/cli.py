@@ -77,4 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m backend.cli`: run the imported module's main, so the commands' `CliError`
+    # (imported from backend.cli) is the class caught above, not a copy made for __main__.
+    from backend.cli import main as _main
+
+    sys.exit(_main())

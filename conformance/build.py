@@ -126,7 +126,11 @@ TEN_LINES = [f"line {i}" for i in range(1, 11)]
 # ---------------------------------------------------------------- §1 Every result has an id
 
 S1 = "§1"
-case("generic_result_is_bracket_newline_output", S1, [out("fetch", "hello", "[#1000]\nhello")])
+case(
+    "generic_result_is_bracket_newline_output",
+    "decision 5",
+    [out("fetch", "hello", "[#1000]\nhello")],
+)
 case("ids_are_sequential_across_tools", S1, [
     out("fetch", "a", "[#1000]\na"),
     out("bash", "b", "[#1001]\nb"),
@@ -405,7 +409,7 @@ case("cap_40000_chars_over_lines_is_not_capped", S3, [
     # 10 lines of 3999 characters and 9 newlines: 39,999; plus a final newline: 40,000.
     out("t", [gen(1, 10, "z" * 3999), ""], ["[#1000]", gen(1, 10, "z" * 3999), ""]),
 ])  # fmt: skip
-case("cap_40001_chars_over_lines_is_capped", S3, [
+case("cap_40001_chars_over_lines_is_capped", "decision 4", [
     # 10 lines of 4000 and 9 newlines: 40,009 characters; head 4 lines (16,003), 5 would be 20,004;
     # tail 2 lines (8,001), 3 would be 12,002; 4 elided.
     out("t", gen(1, 10, "z" * 4000), ["[#1000]", gen(1, 4, "z" * 4000),
@@ -497,16 +501,16 @@ case("recall_without_hash", S4, [
     out("t", "a\nb\nc"),
     call("recall", {"id": "1000"}, "[#1001 recall #1000 lines 1-3 of 3]\na\nb\nc"),
 ])  # fmt: skip
-case("recall_offset_and_limit", S4, [
+case("recall_offset_and_limit", "decision 6", [
     out("t", "a\nb\nc"),
     call("recall", {"id": "#1000", "offset": 2, "limit": 1}, "[#1001 recall #1000 lines 2-2 of 3]\nb"),
 ])  # fmt: skip
-case("recall_limit_past_end", S4, [
+case("recall_limit_past_end", "decision 6", [
     out("t", "a\nb\nc"),
     call("recall", {"id": "#1000", "offset": 2, "limit": 100},
          "[#1001 recall #1000 lines 2-3 of 3]\nb\nc"),
 ])  # fmt: skip
-case("recall_window_of_2000_lines", S4, [
+case("recall_window_of_2000_lines", "decision 6", [
     out("t", gen(1, 3400, "v{n}")),
     call("recall", {"id": "#1000"}, ["[#1001 recall #1000 lines 1-2000 of 3400]",
                                       gen(1, 2000, "v{n}")]),
@@ -853,11 +857,11 @@ case("same_list_twice_is_a_stub", S6, [
     call("list", {"path": "."}, "[#1000]\nREADME.md\nsrc/\nsrc/a.py\nsrc/b.py"),
     call("list", {"path": "."}, "[#1001] Same result as #1000."),
 ], files=GREP_FILES)  # fmt: skip
-case("same_search_inserted_twice_is_a_stub", S6, [
+case("same_search_inserted_twice_is_a_stub", "decision 8", [
     out("search", "result one\nresult two", "[#1000]\nresult one\nresult two", {"query": "q"}),
     out("search", "result one\nresult two", "[#1001] Same result as #1000.", {"query": "q"}),
 ])  # fmt: skip
-case("same_result_args_compared_with_sorted_keys", S6, [
+case("same_result_args_compared_with_sorted_keys", "decision 8", [
     out("search", "r", "[#1000]\nr", {"query": "q", "limit": 5}),
     out("search", "r", "[#1001] Same result as #1000.", {"limit": 5, "query": "q"}),
 ])  # fmt: skip
@@ -928,11 +932,11 @@ case("list_outside_the_workspace_is_an_error", "decision 11", [
 # ---------------------------------------------------------------- §7 Compaction
 
 S7 = "§7"
-case("compaction_without_reads_is_the_summary_alone", S7, [
+case("compaction_without_reads_is_the_summary_alone", "decision 9", [
     out("t", "x"),
     compact("We did x.", "We did x."),
 ])  # fmt: skip
-case("compaction_table_of_one_read", S7, [
+case("compaction_table_of_one_read", "decision 9", [
     read("src/app.ts"),
     compact("Summary.", "Summary.\n\n" + table(f"| src/app.ts | 1-3 of 3 | {sha(ABC)} | #1000 |")),
 ], files={"src/app.ts": ABC})  # fmt: skip
