@@ -52,14 +52,14 @@ from .rules.context import (
 from .store.records import Event
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     ref: str | None
     tool: str
     args: str  # the call's arguments as stored (JSON)
 
 
-@dataclass
+@dataclass(slots=True)
 class Msg:
     """One message of the context, as sent now."""
 
@@ -112,7 +112,7 @@ def _json(text: str) -> Any:
         return text
 
 
-@dataclass
+@dataclass(slots=True)
 class Request:
     """One request: the context it was sent, and what of it the cache already held."""
 
