@@ -51,6 +51,13 @@ class RenderContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def styled(text: str, style: Style | str) -> Text:
+    """A Text whose style is a span, not a base style: text appended to it keeps its own."""
+    out = Text(end="")
+    out.append(text, style)
+    return out
+
+
 def plain(text: str, style: Style | str = "") -> Text:
     """Untrusted text as a Text: never markup; ANSI colour codes rendered, not printed raw."""
     if "\x1b" in text:
@@ -95,16 +102,46 @@ def render_block(block: Block, data: BlockData, ctx: RenderContext, width: int) 
     if block.kind == "end":
         return [Text("■ the session ended", ctx.palette.dim, end=""), Text(end="")]
     ev = data.first
+    note = _note(ev, ctx) if ev is not None else None
+    if note is not None:
+        return [note, Text(end="")]
     what = (ev.text or ev.tool or "") if ev else ""
     kind = ev.kind if ev else block.role
     return [plain(f"‹{kind}› {what}"[:500], ctx.palette.dim), Text(end="")]
+
+
+def _note(ev: Event, ctx: RenderContext) -> Text | None:
+    """The engine's bookkeeping rows (usage, an elision stride, compaction due) as one dim line;
+    None for a kind this viewer does not know."""
+    p = ctx.palette
+    extra = ev.extra if ev.data else {}
+    if not isinstance(extra, dict):
+        return None
+    if ev.kind == "usage" and isinstance(extra.get("usage"), dict):
+        parts = [f"{k.removesuffix('_tokens').replace('_', ' ')} {v:,}"
+                 for k, v in extra["usage"].items() if isinstance(v, int)]  # fmt: skip
+        return Text("  usage: " + " · ".join(parts), p.dim, end="")
+    if ev.kind == "elide" and isinstance(extra.get("rids"), list):
+        rids = [r for r in extra["rids"] if isinstance(r, int)]
+        t = styled(f"  ✂ {len(rids)} older results now go to the model as stubs: ", p.dim)
+        for i, rid in enumerate(rids[:30]):
+            if i:
+                t.append(", ", p.dim)
+            t.append(format_id(rid, ctx.digits), link_style(rid, p.link))
+        if len(rids) > 30:
+            t.append(f" … {len(rids) - 30} more", p.dim)
+        return t
+    if ev.kind == "compact_due":
+        tokens, above = extra.get("tokens"), extra.get("above_tokens")
+        return Text(f"  ⚑ compaction due: {tokens} tokens, above {above}", p.dim, end="")
+    return None
 
 
 def _fold(lines: list[Text], block: Block, limit: int, ctx: RenderContext) -> list[Text]:
     if block.open or len(lines) <= limit + 1:
         return lines
     more = len(lines) - limit
-    fold = Text(f"  +{more} lines", ctx.palette.fold + FOLD_META, end="")
+    fold = styled(f"  +{more} lines", ctx.palette.fold + FOLD_META)
     fold.append("  (enter opens)", ctx.palette.dim + FOLD_META)
     return [*lines[:limit], fold]
 
@@ -117,7 +154,7 @@ def _message(block: Block, data: BlockData, ctx: RenderContext) -> list[Text]:
     ev = data.first
     role = (ev.role if ev else block.role) or "message"
     style = {"user": p.user, "assistant": p.assistant}.get(role, p.dim + Style(bold=True))
-    head = Text(f"● {role}", style, end="")
+    head = styled(f"● {role}", style)
     extra = ev.extra if ev and ev.data else {}
     usage = extra.get("usage") if isinstance(extra, dict) else None
     if isinstance(usage, dict):
@@ -179,7 +216,7 @@ def args_summary(tool: str, args: dict[str, Any]) -> str:
 def _call_line(block: Block, data: BlockData, ctx: RenderContext) -> Text:
     p = ctx.palette
     tool = block.tool or (data.first.tool if data.first else None) or "tool"
-    line = Text(f"▸ {tool} ", p.tool, end="")
+    line = styled(f"▸ {tool} ", p.tool)
     line.append_text(linkify(plain(args_summary(tool, _args(data.first))), ctx.epoch_of,
                              block.epoch, p))  # fmt: skip
     res = data.result
@@ -265,7 +302,7 @@ def _read_lines(lines: list[str], path: str | None, p: Palette) -> list[Text]:
     coloured = highlight_lines(code, path, p.pygments)
     out = []
     for i, number in enumerate(numbers):
-        t = Text(number, p.dim, end="")
+        t = styled(number, p.dim)
         t.append_text(coloured[i] if coloured else Text(code[i], end=""))
         out.append(t)
     return out
@@ -282,13 +319,13 @@ def _elision(block: Block, data: BlockData, index: int, n: int, ctx: RenderConte
         return [head, Text("  ┆ loading the stored text…", p.dim, end="")]
     stored = data.stored.split("\n")
     middle = stored[index : index + n]
-    out = [Text(f"┆ {n} elided lines, from the stored text:", p.elision + ELISION_META, end="")]
+    out = [styled(f"┆ {n} elided lines, from the stored text:", p.elision + ELISION_META)]
     for m in middle[:MIDDLE_MAX]:
-        t = Text("┆ ", p.elision, end="")
+        t = styled("┆ ", p.elision)
         t.append_text(plain(m))
         out.append(t)
     if n > MIDDLE_MAX:
-        more = Text(f"┆ … {n - MIDDLE_MAX} more lines: open ", p.elision, end="")
+        more = styled(f"┆ … {n - MIDDLE_MAX} more lines: open ", p.elision)
         rid = block.rid or 0
         more.append(format_id(rid, ctx.digits), link_style(rid, p.link))
         more.append(" for all of it", p.elision)

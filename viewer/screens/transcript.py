@@ -51,7 +51,7 @@ class TranscriptScreen(Screen[None]):
         self.digits = 4
 
     def compose(self) -> ComposeResult:
-        yield Static(id="transcript-title", classes="status-line")
+        yield Static(id="transcript-title", classes="title-line")
         yield Static(id="new-rows")
         yield Static(id="status", classes="status-line")
         yield PromptBar()

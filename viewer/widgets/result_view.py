@@ -79,7 +79,7 @@ class ResultView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         pal = self.palette
         number = self.numbers[index] if self.numbers else str(index + 1)
-        gutter = Strip([Segment(number.rjust(self.number_width - 1) + " ", pal.dim)])
+        gutter = Strip([Segment(number.rjust(self.number_width - 1) + " ", base + pal.dim)])
         text = self._line_text(index)
         if self.needle:
             low = self.lines[index].lower()
@@ -90,7 +90,7 @@ class ResultView(ScrollView, can_focus=True):
                 text.stylize(style, pos, pos + len(self.needle))
                 pos = low.find(self.needle, pos + len(self.needle))
         text.end = ""
-        body = Strip(list(text.render(self.app.console)))
+        body = Strip(list(text.render(self.app.console))).apply_style(base)
         body = body.crop_extend(scroll_x, scroll_x + width - self.number_width, base)
         return Strip.join([gutter, body]).crop_extend(0, width, base)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.segment import Segment
+from rich.text import Span
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
@@ -308,10 +309,16 @@ class TranscriptView(ScrollView, can_focus=True):
             if not text.plain:
                 strips.append(Strip.blank(width, base))
                 continue
+            if text.style:
+                # Rich's wrap drops a Text's base style when it has no spans: make it one.
+                text.spans.insert(0, Span(0, len(text), text.style))
+                text.style = ""
             for line in text.wrap(console, width, overflow="fold", no_wrap=False):
                 line.end = ""
                 segments = list(line.render(console))
-                strips.append(Strip(segments).extend_cell_length(width, base).crop(0, width))
+                strips.append(
+                    Strip(segments).apply_style(base).extend_cell_length(width, base).crop(0, width)
+                )
         self._strips[key] = strips
         if len(strips) != self.heights.get(block.index):
             self._pending_heights[block.serial] = len(strips)
@@ -371,7 +378,7 @@ class TranscriptView(ScrollView, can_focus=True):
         strips = self._strips_for(block, body_width)
         if strips is None:
             strip = (
-                Strip([Segment("…", self.palette.dim)]).extend_cell_length(body_width, base)
+                Strip([Segment("…", base + self.palette.dim)]).extend_cell_length(body_width, base)
                 if row == 0
                 else Strip.blank(body_width, base)
             )
@@ -380,7 +387,7 @@ class TranscriptView(ScrollView, can_focus=True):
         else:
             strip = Strip.blank(body_width, base)
         if block is self.cursor_block:
-            gutter = Strip([Segment("▌ ", self.palette.cursor)])
+            gutter = Strip([Segment("▌ ", base + self.palette.cursor)])
         else:
             gutter = Strip.blank(GUTTER, base)
         return Strip.join([gutter, strip]).crop_extend(0, width, base)
