@@ -119,8 +119,9 @@ class _Script:
         return shown
 
     def _usage(self, text: str) -> dict[str, int]:
-        # Four characters a token is the usual rough rule; the cache holds what came before.
-        context = self.context_chars // 4
+        # Four characters a token is the usual rough rule; the cache holds what came before,
+        # after a system prompt and tool definitions of some 9,000 tokens.
+        context = 9_000 + self.context_chars // 4
         return {
             "input_tokens": 40 + len(text) // 40,
             "output_tokens": max(1, len(text) // 4),

@@ -1,0 +1,114 @@
+"""`ctxview serve [--host 127.0.0.1] [--port 8000] [--session ID] [--jump ID] [--theme NAME]
+[--demo [--pace S]]`: the viewer in a browser, through textual-serve.
+
+textual-serve starts one app process per browser tab by running a shell command, and speaks to it
+over that process's stdout, so the served command is `ctxview view …` (or `ctxview demo …`) run
+again with the same options; nothing inside the app may print to stdout. It has no
+authentication: it listens on 127.0.0.1 unless another host is asked for, with a warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import socket
+import sys
+
+from ..cli import CliError
+from .common import store_path
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="the address to listen on (default 127.0.0.1: this machine only)")  # fmt: skip
+    parser.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
+    parser.add_argument("--public-url", metavar="URL",
+                        help="the address browsers use to reach it, when not http://HOST:PORT")  # fmt: skip
+    parser.add_argument("--session", help="open this session (id or unique prefix)")
+    parser.add_argument("--jump", metavar="ID", help="open at this result id")
+    parser.add_argument("--theme", help="the theme (ctxview-dark, ctxview-light, ...)")
+    parser.add_argument("--demo", action="store_true",
+                        help="serve the demo: each browser tab runs its own demo session")  # fmt: skip
+    parser.add_argument("--pace", type=float, default=None, metavar="SECONDS",
+                        help="with --demo: pause between steps")  # fmt: skip
+
+
+def ctxview_command(*args: str) -> str:
+    """A shell command that runs this ctxview with `args`, in this interpreter (the one serving,
+    so a venv need not be on PATH)."""
+    launcher = "import sys; from backend.cli import main; sys.exit(main())"
+    return shlex.join([sys.executable, "-c", launcher, *args])
+
+
+def served_command(args: argparse.Namespace) -> list[str]:
+    """The ctxview arguments each browser tab runs."""
+    theme = ["--theme", args.theme] if args.theme else []
+    if args.demo:
+        pace = ["--pace", str(args.pace)] if args.pace is not None else []
+        store = ["--store", str(store_path(args))] if getattr(args, "store", None) else []
+        return [*store, "demo", *pace, *theme]
+    out = ["--store", str(store_path(args)), "view"]
+    if args.session:
+        out += ["--session", args.session]
+    if args.jump:
+        out += ["--jump", args.jump]
+    return out + theme
+
+
+def check(args: argparse.Namespace) -> None:
+    """Refuse in one sentence what a browser tab could only show as a dead app."""
+    if not 0 < args.port < 65536:
+        raise CliError(f"--port must be between 1 and 65535, not {args.port}.")
+    if args.pace is not None and not args.demo:
+        raise CliError("--pace goes with --demo.")
+    if args.pace is not None and args.pace < 0:
+        raise CliError("--pace must be 0 or more seconds.")
+    if args.theme:
+        import themes
+
+        if args.theme not in themes.THEMES and args.theme not in themes.textual_theme_names():
+            raise CliError(themes.unknown_theme_message(args.theme))
+    if not args.demo:
+        import asyncio
+
+        from .view import _check
+
+        asyncio.run(_check(args))  # the store, the session and the id exist
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((args.host, args.port))
+        except OSError as exc:
+            raise CliError(
+                f"Cannot listen on {args.host}:{args.port} ({exc.strerror}); pick another --port."
+            ) from None
+
+
+def public_url(args: argparse.Namespace) -> str | None:
+    if args.public_url:
+        return str(args.public_url).rstrip("/")
+    if args.host in ("0.0.0.0", "::", ""):
+        # The page tells the browser where the websocket is: a wildcard address is not one.
+        return f"http://{socket.getfqdn()}:{args.port}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    check(args)
+    if args.host not in LOOPBACK:
+        print(
+            f"ctxview: warning: serving on {args.host}:{args.port}, reachable from other "
+            "machines; textual-serve has no authentication, so anyone who can reach it can read "
+            "every session in the store.",
+            file=sys.stderr,
+        )
+    from textual_serve.server import Server
+
+    command = ctxview_command(*served_command(args))
+    server = Server(command, host=args.host, port=args.port, title="ctxview",
+                    public_url=public_url(args))  # fmt: skip
+    server.serve()
+    return 0
