@@ -396,9 +396,11 @@ class Session:
     async def _shown_texts(self, rids: list[int]) -> dict[int, str]:
         """Results' shown text from the store (after a resume, the state holds sizes only)."""
         await self.writer.flush()
+        out: dict[int, str] = {}
         async with await Reader.open(self.writer.path) as reader:
-            bodies = await reader.bodies(self.id, rids)
-        return {rid: b.shown for rid, b in bodies.items()}
+            for i in range(0, len(rids), 500):
+                out.update(await reader.shown(self.id, rids[i : i + 500]))
+        return out
 
     async def _replay_context(self) -> None:
         await self.writer.flush()
