@@ -10,6 +10,7 @@ authentication: it listens on 127.0.0.1 unless another host is asked for, with a
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import shlex
 import socket
 import sys
@@ -17,7 +18,15 @@ import sys
 from ..cli import CliError
 from .common import store_path
 
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+def is_loopback(host: str) -> bool:
+    """Only this machine can reach it: localhost, 127.0.0.0/8, ::1."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,7 +107,7 @@ def public_url(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     check(args)
-    if args.host not in LOOPBACK:
+    if not is_loopback(args.host):
         print(
             f"ctxview: warning: serving on {args.host}:{args.port}, reachable from other "
             "machines; textual-serve has no authentication, so anyone who can reach it can read "
