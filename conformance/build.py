@@ -834,6 +834,12 @@ case("apply_patch_hunk_with_end_of_file", "decision 7", [
          f"[#1000 a.txt sha {sha('a' + chr(10) + 'b' + chr(10) + 'C' + chr(10) + 'd' + chr(10))}]\n"
          "@@ -1,3 +1,4 @@\n a\n b\n-c\n+C\n+d"),
 ], files={"a.txt": ABC})  # fmt: skip
+case("apply_patch_keeps_crlf_line_ends", S5, [
+    call("apply_patch", {"patch": "*** Begin Patch\n*** Update File: w.txt\n@@\n one\n-two\n+TWO\n"
+                                  "*** End Patch"},
+         f"[#1000 w.txt sha {H9}]\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO"),
+    read("w.txt", f"[#1001 w.txt lines 1-2 of 2 sha {H9}]\n1: one\n2: TWO"),
+], files={"w.txt": "one\r\ntwo\r\n"})  # fmt: skip
 case("apply_patch_then_reread_is_full", S2, [
     read("a.txt", {"starts": "[#1000 a.txt lines 1-3 of 3"}),
     call("apply_patch", {"patch": PATCH_UPDATE}, {"starts": "[#1001 a.txt sha"}),

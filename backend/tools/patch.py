@@ -113,12 +113,16 @@ def parse(patch: str) -> list[FileOp]:
 
 
 def apply_chunks(text: str, chunks: list[Chunk], path: str) -> str:
-    """The file's new text after its hunks, each found at or after the one before it."""
+    """The file's new text after its hunks, each found at or after the one before it.
+
+    Lines are matched without their `\r`; the lines the file keeps keep their own line ends, and
+    the lines the patch brings get the file's usual one (`\r\n` in a CRLF file)."""
     ends_with_newline = text.endswith("\n") or text == ""
-    lines = text.split("\n")
+    raw = text.split("\n")
     if text.endswith("\n"):
-        lines.pop()
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        raw.pop()
+    lines = [line[:-1] if line.endswith("\r") else line for line in raw]
+    cr = "\r" if text.count("\r\n") * 2 > text.count("\n") else ""
     cursor = 0
     for chunk in chunks:
         if chunk.header is not None:
@@ -126,19 +130,25 @@ def apply_chunks(text: str, chunks: list[Chunk], path: str) -> str:
             if found is None:
                 raise _bad(f"the context {chunk.header!r} is not in {path}")
             cursor = found + 1
+        new_raw = [line + cr for line in chunk.new]
         if not chunk.old:
             at = len(lines) if chunk.header is None else cursor
             lines[at:at] = chunk.new
+            raw[at:at] = new_raw
             cursor = at + len(chunk.new)
             continue
         found = _seek(lines, chunk.old, cursor, chunk.at_end)
         if found is None:
             first = chunk.old[0] if chunk.old else ""
             raise _bad(f"the lines to change (from {first[:60]!r}) are not in {path}")
-        lines[found : found + len(chunk.old)] = chunk.new
+        end = found + len(chunk.old)
+        if lines[found:end] == chunk.new:  # nothing changes here: keep the bytes as they are
+            new_raw = raw[found:end]
+        lines[found:end] = chunk.new
+        raw[found:end] = new_raw
         cursor = found + len(chunk.new)
-    out = "\n".join(lines)
-    return out + "\n" if (lines and ends_with_newline) else out
+    out = "\n".join(raw)
+    return out + "\n" if (raw and ends_with_newline) else out
 
 
 def _seek(lines: list[str], want: list[str], start: int, at_end: bool) -> int | None:
