@@ -661,6 +661,10 @@ case("edit_of_crlf_file_keeps_crlf_and_shows_lf", S5, [
          f"[#1000 w.txt sha {H9}]\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO"),
     read("w.txt", f"[#1001 w.txt lines 1-2 of 2 sha {H9}]\n1: one\n2: TWO"),
 ], files={"w.txt": "one\r\ntwo\r\n"})  # fmt: skip
+case("edit_across_lines_of_a_crlf_file", S5, [
+    call("edit", {"path": "w.txt", "old_string": "one\ntwo", "new_string": "one\nTWO"},
+         f"[#1000 w.txt sha {H9}]\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO"),
+], files={"w.txt": "one\r\ntwo\r\n"})  # fmt: skip
 case("multiedit_applies_edits_in_order", "decision 7", [
     call("multiedit", {"path": "a.txt", "edits": [
         {"old_string": "a", "new_string": "A"},

@@ -15,6 +15,10 @@ def replace(text: str, old: str, new: str, replace_all: bool, path: str) -> str:
     if old == "":
         raise ToolError("error.bad_args", detail="old_string must not be empty")
     count = text.count(old)
+    if count == 0 and "\n" in old and "\r\n" in text and "\r\n" not in old:
+        # The model never sees a `\r` (DESIGN decision 2), so in a CRLF file its `\n` means `\r\n`.
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = text.count(old)
     if count == 0:
         raise ToolError("error.old_not_found", path=path)
     if count > 1 and not replace_all:
