@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,19 +35,29 @@ from backend.store import Reader, Writer
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# What the writer inserts as its i-th output: mostly small, every 7th over the cap (stored in
+# full, shown capped), every 50th 300 KB, every 60th 9 MB (written in pieces, see BIG_CHARS).
+OUTPUT_SOURCE = r"""
+def output(tag, i):
+    size = (9_000_000 if i % 60 == 59 else 300_000 if i % 50 == 49 else 60_000 if i % 7 == 6
+            else 40 + i % 300)
+    line = f"{tag} line {i} " + "ab" * 20 + "\n"
+    return (f"{tag}:{i}\n" + line * (size // len(line) + 1))[:size]
+"""
+_namespace: dict[str, Any] = {}
+exec(OUTPUT_SOURCE, _namespace)
+expected_output = _namespace["output"]
+
 # A writer loop in its own process: every result it prints has been committed (insert returns
 # after COMMIT), so the parent can hold the store to it after a SIGKILL.
-WRITER_LOOP = r"""
+WRITER_LOOP = (
+    OUTPUT_SOURCE
+    + r"""
 import asyncio, sys
 from pathlib import Path
 from backend.session import Session
 from backend.store import Writer
 
-def output(tag, i):
-    # Mostly small, every 7th over the cap (stored in full, shown capped), every 50th 300 KB.
-    size = 300_000 if i % 50 == 49 else 60_000 if i % 7 == 6 else 40 + i % 300
-    line = f"{tag} line {i} " + "ab" * 20 + "\n"
-    return (f"{tag}:{i}\n" + line * (size // len(line) + 1))[:size]
 
 async def main(store, workspace, session_id, tag, count):
     writer = await Writer.open(store)
@@ -73,18 +84,14 @@ async def main(store, workspace, session_id, tag, count):
 store, workspace, session_id, tag, count = sys.argv[1:6]
 asyncio.run(main(store, workspace, session_id, tag, int(count)))
 """
-
-
-def expected_output(tag: str, i: int) -> str:
-    size = 300_000 if i % 50 == 49 else 60_000 if i % 7 == 6 else 40 + i % 300
-    line = f"{tag} line {i} " + "ab" * 20 + "\n"
-    return (f"{tag}:{i}\n" + line * (size // len(line) + 1))[:size]
+)
 
 
 def spawn(script: Path, store: Path, ws: Path, sid: str, tag: str, count: int) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(script), str(store), str(ws), sid, tag, str(count)],
         cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this tree's engine, whatever is installed
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
