@@ -131,6 +131,10 @@ async def test_question_mark_shows_the_keys_and_closes(demo_store: tuple[Path, s
         assert isinstance(app.screen, HelpScreen)
         table = app.screen.query_one("#help-keys", Static)
         assert table.size.height >= sum(len(rows) for _, rows in KEYS)
+        # Keys of the screen below that the fixed list lacks are listed too (not scrolling).
+        others = app.screen._others()
+        assert ("r", "reload") in others
+        assert not any(what in ("up", "down", "page up") for _, what in others)
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert not isinstance(app.screen, HelpScreen)

@@ -41,11 +41,19 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
 ]  # fmt: skip
 
 
-def keys_table() -> Table:
+# Moves every scrolling widget has; the fixed list already says "scroll".
+_GENERIC_PREFIXES = ("scroll_", "cursor_", "page_", "focus_")
+_GENERIC = {"cursor", "page", "up", "down", "left", "right", "first", "copy_text", "quit",
+            "select_cursor", "command_palette"}  # fmt: skip
+
+
+def keys_table(extra: list[tuple[str, str]] | None = None) -> Table:
+    """The keys of DESIGN.md, then `extra`: keys the screen below has that the list lacks."""
     table = Table.grid(padding=(0, 2))
     table.add_column(justify="right", style="bold", no_wrap=True)
     table.add_column()
-    for i, (group, rows) in enumerate(KEYS):
+    groups = KEYS + ([("Also here", extra)] if extra else [])
+    for i, (group, rows) in enumerate(groups):
         if i:
             table.add_row("", "")
         table.add_row(Text(""), Text(group, style="bold underline"))
@@ -76,4 +84,30 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static("ctxview keys", id="help-title")
-            yield Static(keys_table(), id="help-keys")
+            yield Static(keys_table(self._others()), id="help-keys")
+
+    def _others(self) -> list[tuple[str, str]]:
+        """Bindings of the screen the keys were asked on that the fixed list does not name, so
+        a key added to a screen shows up here without editing this file."""
+        stack = self.app.screen_stack
+        below = (
+            stack[-1] if stack and stack[-1] is not self else stack[-2] if len(stack) > 1 else None
+        )
+        if below is None:
+            return []
+        listed = {what for _, rows in KEYS for _, what in rows}
+        named = {k.strip() for _, rows in KEYS for keys, _ in rows for k in keys.split("  ")}
+        out: list[tuple[str, str]] = []
+        for key, active in below.active_bindings.items():
+            binding = active.binding
+            shown = binding.key_display or self.app.get_key_display(binding)
+            action = binding.action.rsplit(".", 1)[-1].split("(")[0]
+            if action in _GENERIC or action.startswith(_GENERIC_PREFIXES):
+                continue  # scrolling and focus moves: every Textual widget has them
+            described = binding.description.lower()
+            if not described or described in listed or shown in named:
+                continue
+            if key in named:
+                continue
+            out.append((shown, described))
+        return out
