@@ -120,6 +120,23 @@ class ClaudeParser:
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
         need(content, list, "message.content")
+        # Check the whole record before anything changes, so a bad one is skipped whole.
+        texts: list[str] = []
+        thinking: list[str] = []
+        calls: list[tuple[str, str, dict[str, Any]]] = []
+        for block in content:
+            need(block, dict, "a content block")
+            btype = block.get("type")
+            if btype == "text":
+                texts.append(need(block.get("text", ""), str, "text"))
+            elif btype == "thinking":
+                thinking.append(need(block.get("thinking", ""), str, "thinking"))
+            elif btype == "tool_use":
+                args = block.get("input")
+                calls.append((need(block.get("id"), str, "tool_use.id"),
+                              str(block.get("name", "tool")),
+                              args if isinstance(args, dict) else {"input": args}))  # fmt: skip
+            # redacted_thinking, server tool blocks: nothing the rules act on
         mid = msg.get("id") if isinstance(msg.get("id"), str) else rec.get("uuid")
         if self._msg is not None and (self._msg["id"] != mid or self._msg["sid"] != replay.id):
             await self.flush()
@@ -128,22 +145,10 @@ class ClaudeParser:
                          "usage": None, "model": msg.get("model")}  # fmt: skip
         if msg.get("model") != "<synthetic>":
             self._msg["usage"] = usage_max(self._msg["usage"], claude_usage(msg.get("usage")))
-        for block in content:
-            need(block, dict, "a content block")
-            btype = block.get("type")
-            if btype == "text":
-                self._msg["text"].append(need(block.get("text", ""), str, "text"))
-            elif btype == "thinking":
-                self._msg["thinking"].append(str(block.get("thinking", "")))
-            elif btype == "tool_use":
-                call_id = need(block.get("id"), str, "tool_use.id")
-                args = block.get("input")
-                self._pending[call_id] = {
-                    "name": str(block.get("name", "tool")),
-                    "input": args if isinstance(args, dict) else {"input": args},
-                    "ts": ts, "sid": replay.id,
-                }  # fmt: skip
-            # redacted_thinking, server tool blocks: nothing the rules act on
+        self._msg["text"].extend(texts)
+        self._msg["thinking"].extend(thinking)
+        for call_id, name, args in calls:
+            self._pending[call_id] = {"name": name, "input": args, "ts": ts, "sid": replay.id}
 
     async def flush(self) -> None:
         """Emit the buffered assistant message (the run of split records is over for now)."""

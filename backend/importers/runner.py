@@ -216,10 +216,9 @@ class FileImporter:
             return False
         if now.size < self.offset:
             return True  # truncated
-        if (now.dev, now.ino) != (self.ident.dev, self.ident.ino) or now.size != self.ident.size:
-            # Another file at the path, or more of the same: the bytes already read decide.
-            return head_hash(self.path, self.offset) != self.head
-        return False
+        # Another file at the path, the same one rewritten, or more of the same: the first bytes
+        # already read decide (a 4 KiB read; an append-only transcript keeps them).
+        return head_hash(self.path, self.offset) != self.head
 
     async def _read(self, report: FileReport, live: bool, progress: Progress | None) -> None:
         assert self.parser is not None
@@ -301,6 +300,7 @@ class FileImporter:
             pinfo = await self.writer.session_info(parent)
             if pinfo is not None:
                 call = json.loads(pinfo["data"] or "{}").get("agents", {}).get(ids.agent)
+        title = title or Path(ids.cwd).name or f"{fmt} {ids.session[:8]}"
         session = await Session.start(
             self.writer, ids.cwd or "/", title=title, source=fmt, session_id=sid,
             started=ids.started, source_path=str(self.path), source_ref=ids.agent or ids.session,
