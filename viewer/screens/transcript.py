@@ -34,6 +34,15 @@ class TranscriptScreen(Screen[None]):
         Binding("alt+left", "history(-1)", "Back", show=False),
         Binding("alt+right", "history(1)", "Forward", show=False),
         Binding("escape", "back", "Back", show=False),
+        Binding(
+            "c",
+            "context_panel",
+            "context per request: none / 3.0.0 / elided, breaks, cache",
+            show=False,
+        ),
+        Binding(
+            "x", "context_sent", "the context exactly as sent at the cursor's request", show=False
+        ),
     ]
 
     def __init__(self, session_id: str | None, jump: str | int | None = None) -> None:
@@ -224,6 +233,18 @@ class TranscriptScreen(Screen[None]):
     def action_toggle_mode(self) -> None:
         self.view.set_stored_mode(not self.view.stored_mode)
         self.update_status()
+
+    # The context as sent (issue 5): the panel, and one request's whole context
+
+    async def action_context_panel(self) -> None:
+        from ..widgets.context_panel import toggle_panel
+
+        await toggle_panel(self)
+
+    def action_context_sent(self) -> None:
+        from ..widgets.context_panel import show_sent
+
+        show_sent(self)
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:

@@ -1,0 +1,113 @@
+"""The context exactly as sent at one request (`x` on a transcript): every message in its
+serialised form (`role: text`, calls under their assistant message, elision stubs in place),
+replayed from the store. `[` and `]` step to the previous and next request."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Log, Static
+
+from backend.config import Config, ConfigError
+from backend.context import Msg, load_texts, render_context, replay
+from backend.store.records import Event
+
+
+class ContextScreen(Screen[None]):
+    """One request's context, as the model was sent it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("left_square_bracket", "step(-1)", "[ Previous request"),
+        Binding("right_square_bracket", "step(1)", "] Next request"),
+    ]
+
+    DEFAULT_CSS = """
+    ContextScreen Log {
+        height: 1fr;
+    }
+    """
+
+    def __init__(self, session_id: str, *, at_seq: int | None = None,
+                 request: int | None = None) -> None:  # fmt: skip
+        super().__init__()
+        self.session_id = session_id
+        self.at_seq = at_seq
+        self.request = request or 0
+        self.requests: list[int] = []  # the seq that starts each request
+        self.events: list[Event] = []
+        self.config = Config()
+        self.text = ""  # the context on screen, serialised
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="context-title", classes="title-line")
+        yield Log(id="context-log", highlight=False)
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        reader = self.app.reader  # type: ignore[attr-defined]
+        row = await reader.session(self.session_id)
+        try:
+            self.config = Config(row.overrides if row is not None else {})
+        except ConfigError:
+            self.config = Config()
+        self.events = await reader.events(self.session_id)
+        whole = replay(self.events, self.config)
+        self.requests = [r.seq for r in whole.requests]
+        if not self.request:
+            self.request = self._request_at(self.at_seq)
+        await self.show(self.request)
+
+    def _request_at(self, seq: int | None) -> int:
+        if not self.requests:
+            return 0
+        if seq is None:
+            return len(self.requests)
+        before = [i for i, s in enumerate(self.requests, 1) if s <= seq]
+        return before[-1] if before else 1
+
+    async def show(self, k: int) -> None:
+        """Request k's context (0: the next request's, when there has been none)."""
+        self.request = k
+        state = replay(self.events, self.config, until_request=k or None)
+        if not k:
+            state.advance()
+        msgs: list[Msg] = state.msgs
+        reader = self.app.reader  # type: ignore[attr-defined]
+
+        async def fetch(rids: list[int]) -> dict[int, str]:
+            out: dict[int, str] = {}
+            for i in range(0, len(rids), 500):
+                out.update(await reader.shown(self.session_id, rids[i : i + 500]))
+            return out
+
+        await load_texts(msgs, fetch)
+        for m in msgs:  # a result whose body is missing still renders, saying so
+            if m.text is None and m.stub is None:
+                m.text = f"[#{m.rid or 0:04x}: no stored text]"
+        self.text = render_context(msgs)
+        stubs = sum(m.stub is not None for m in msgs)
+        elision = "on" if self.config["elide.enabled"] else "off"
+        which = f"request {k} of {len(self.requests)}" if k else "the next request"
+        title = (f"The context as sent at {which} · {len(msgs)} messages · "
+                 f"{len(self.text):,} chars · {stubs} elision stubs (elision {elision}) · "
+                 f"{self.session_id}")  # fmt: skip
+        self.query_one("#context-title", Static).update(Text(title))
+        log = self.query_one(Log)
+        log.clear()
+        log.write_lines(self.text.split("\n"))
+        log.scroll_home(animate=False)
+
+    async def action_step(self, step: int) -> None:
+        if not self.requests:
+            return
+        k = min(max(1, self.request + step), len(self.requests))
+        if k != self.request:
+            await self.show(k)
+
+    def screen_text(self) -> Any:
+        return self.text

@@ -1,0 +1,292 @@
+"""The context panel of a transcript (`c`): the context's size at every request with no measure,
+with 3.0.0 and with 3.0.0 plus elision; where the cached prefix broke (compactions, elision
+strides); the cache-hit ratio from the usage records; the request and result under the cursor.
+
+The figures come from replaying the session's events (`backend/context.py`), fed incrementally
+as rows arrive. Everything is drawn as `rich.text.Text`, never markup.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.widget import Widget
+
+from backend.config import Config, ConfigError
+from backend.context import ARMS, ContextState, Request, arm_state
+from backend.rules.ids import format_id
+
+if TYPE_CHECKING:
+    from ..screens.transcript import TranscriptScreen
+
+BARS = "▁▂▃▄▅▆▇█"
+LABEL = 10
+ARM_LABELS = {"none": "none", "hygiene": "3.0.0", "elided": "elided"}
+PAGE = 5000
+
+
+def sparkline(values: list[float], width: int, top: float) -> str:
+    """`values` in `width` columns (each column the largest of its bucket), scaled to `top`;
+    a space where there is no value (None is not allowed: pass -1)."""
+    if width <= 0 or not values:
+        return ""
+    cols = bucketed(values, width)
+    out = []
+    for v in cols:
+        if v < 0:
+            out.append(" ")
+        elif top <= 0:
+            out.append(BARS[0])
+        else:
+            out.append(BARS[min(len(BARS) - 1, int(v / top * (len(BARS) - 1) + 0.5))])
+    return "".join(out)
+
+
+def bucket_size(n: int, width: int) -> int:
+    return max(1, -(-n // width))
+
+
+def bucketed(values: list[float], width: int) -> list[float]:
+    size = bucket_size(len(values), width)
+    return [max(values[i : i + size]) for i in range(0, len(values), size)]
+
+
+def column_of(index: int, n: int, width: int) -> int:
+    """The column a 0-based request index falls in."""
+    return index // bucket_size(n, width)
+
+
+@dataclass
+class ContextFigures:
+    """The replayed arms of one session, fed as its events arrive."""
+
+    config: Config
+    elide_on: bool  # the session's own config: "as sent" is the elided arm, else 3.0.0
+    states: dict[str, ContextState] = field(default_factory=dict)
+    last_seq: int = 0
+
+    @classmethod
+    def for_session(cls, overrides: dict[str, Any]) -> ContextFigures:
+        try:
+            config = Config(overrides)
+        except ConfigError:
+            config = Config()
+        figures = cls(config, bool(config["elide.enabled"]))
+        figures.states = {arm: arm_state(config, arm) for arm in ARMS}
+        return figures
+
+    async def load(self, reader: Any, session_id: str) -> bool:
+        """Feed the events past the last one seen; True when there were any."""
+        grew = False
+        while True:
+            page = await reader.events(session_id, after=self.last_seq, limit=PAGE)
+            if not page:
+                return grew
+            for ev in page:
+                for state in self.states.values():
+                    state.feed(ev)
+            self.last_seq = page[-1].seq
+            grew = True
+
+    @property
+    def sent_arm(self) -> str:
+        return "elided" if self.elide_on else "hygiene"
+
+    def requests(self, arm: str) -> list[Request]:
+        return self.states[arm].requests
+
+    def request_at(self, seq: int) -> int:
+        """The request (1-based) a transcript row belongs to: the last one started at or before
+        it; 1 before the first."""
+        starts = [r.seq for r in self.requests("hygiene")]
+        if not starts:
+            return 0
+        return max(1, bisect.bisect_right(starts, seq))
+
+    def elided_at(self, rid: int) -> int | None:
+        return self.states["elided"].elided_at.get(rid)
+
+
+def panel_text(fig: ContextFigures, width: int, cursor_seq: int | None, cursor_rid: int | None,
+               digits: int = 4) -> Text:  # fmt: skip
+    """The panel's lines for a width: sparklines per arm on one scale, break marks, cache hits,
+    the request and the result under the cursor."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    reqs = {arm: fig.requests(arm) for arm in ARMS}
+    n = len(reqs["hygiene"])
+    value_w = 12
+    spark_w = max(10, width - LABEL - value_w - 2)
+    cur = fig.request_at(cursor_seq) if cursor_seq is not None and n else 0
+    peak = max((r.sent_chars for arm in ARMS for r in reqs[arm]), default=0)
+    sent_name = "3.0.0 + elision" if fig.elide_on else "3.0.0 (elision off)"
+    out.append("Context per request", "bold")
+    out.append(f" · {n:,} requests · as sent: {sent_name} · peak {peak:,} chars · "
+               "x: the context as sent at the cursor", "dim")  # fmt: skip
+    if not n:
+        out.append("\nNo requests yet: the model has not been called in this session.", "dim")
+        return out
+    for arm in ARMS:
+        values = [r.sent_chars for r in reqs[arm]]
+        label = ARM_LABELS[arm] + (" ◂" if arm == fig.sent_arm else "")
+        out.append(f"\n{label:<{LABEL}}", "bold" if arm == fig.sent_arm else "")
+        out.append(sparkline(values, spark_w, peak), "green" if arm == "elided" else "")
+        out.append(f"  {values[cur - 1] if cur else 0:>{value_w - 2},}", "dim")
+    # Where the cached prefix broke: C a compaction, s an elision stride (in the elided arm).
+    marks = [" "] * len(bucketed([0.0] * n, spark_w))
+    for r in reqs["elided"]:
+        if r.prefix_break:
+            col = column_of(r.index - 1, n, spark_w)
+            if marks[col] != "C":
+                marks[col] = "C" if r.prefix_break == "compaction" else "s"
+    out.append(f"\n{'breaks':<{LABEL}}")
+    out.append("".join(marks), "yellow")
+    out.append("  C compaction · s stride", "dim")
+    # Cache hits from usage (the model's own counts); a space where a request has none.
+    hits = [r.usage.cache_hit_ratio if r.usage and r.usage.cache_hit_ratio is not None else -1.0
+            for r in reqs["hygiene"]]  # fmt: skip
+    out.append(f"\n{'cache':<{LABEL}}")
+    if any(h >= 0 for h in hits):
+        out.append(sparkline(hits, spark_w, 1.0), "cyan")
+        here = hits[cur - 1] if cur else -1
+        out.append(f"  {'hit ' + format(here, '.0%') if here >= 0 else 'no usage':>{value_w - 2}}",
+                   "dim")  # fmt: skip
+    else:
+        out.append("no usage recorded for this session", "dim")
+    pointer = [" "] * len(marks)
+    if cur:
+        pointer[column_of(cur - 1, n, spark_w)] = "▲"
+    out.append(f"\n{'cursor':<{LABEL}}")
+    out.append("".join(pointer), "bold")
+    if cur:
+        out.append("\n" + request_line(fig, cur, digits))
+    if cursor_rid is not None:
+        at = fig.elided_at(cursor_rid)
+        ref = format_id(cursor_rid, digits)
+        if at is not None:
+            sent = "is sent" if fig.elide_on else "would be sent"
+            out.append(f"\n✂ {ref} left the context at request {at}: from then on it {sent} as a "
+                       f"stub (recall {ref} brings it back)", "yellow")  # fmt: skip
+        else:
+            out.append(f"\n{ref} stays whole in every request after it", "dim")
+    return out
+
+
+def request_line(fig: ContextFigures, k: int, digits: int = 4) -> str:
+    """One request's figures: sizes per arm, the cache model, the usage, the prefix break."""
+    r = {arm: fig.requests(arm)[k - 1] for arm in ARMS}
+    sent = r[fig.sent_arm]
+    parts = [f"request {k}: {sent.messages} messages",
+             f"{r['none'].sent_chars:,} / {r['hygiene'].sent_chars:,} / "
+             f"{r['elided'].sent_chars:,} chars (none / 3.0.0 / elided)",
+             f"cache reads {sent.cache_read_chars:,}, writes {sent.cache_write_chars:,} (est.)"]  # fmt: skip
+    usage = r["hygiene"].usage
+    if usage is not None:
+        parts.append(f"usage in {usage.input_tokens:,} read {usage.cache_read_tokens:,} "
+                     f"write {usage.cache_write_tokens:,} out {usage.output_tokens:,}")  # fmt: skip
+    brk = r["elided"]
+    if brk.prefix_break == "stride":
+        ids = " ".join(format_id(x, digits) for x in brk.elided[:6])
+        more = f" +{len(brk.elided) - 6}" if len(brk.elided) > 6 else ""
+        parts.append(f"prefix broke: elision stride ({ids}{more} left)")
+    elif brk.prefix_break == "compaction":
+        parts.append("prefix broke: compaction")
+    return " · ".join(parts)
+
+
+class ContextPanel(Widget):
+    """The panel under the transcript; `c` shows and hides it."""
+
+    DEFAULT_CSS = """
+    ContextPanel {
+        height: auto;
+        max-height: 12;
+        background: $panel;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, session_id: str, overrides: dict[str, Any], *, digits: int = 4) -> None:
+        super().__init__(id="context-panel")
+        self.session_id = session_id
+        self.digits = digits
+        self.figures = ContextFigures.for_session(overrides)
+        self.loaded = False
+        self._cursor: tuple[int | None, int | None] = (None, None)
+
+    def on_mount(self) -> None:
+        self.run_worker(self._load(), group="context-panel", exclusive=True)
+        # The cursor and new rows: cheap checks, only while the panel is shown.
+        self.set_interval(0.2, self._poll_cursor)
+        self.set_interval(1.0, self._poll_store)
+
+    async def _load(self) -> None:
+        await self.figures.load(self.app.reader, self.session_id)  # type: ignore[attr-defined]
+        self.loaded = True
+        self.refresh(layout=True)
+
+    async def _poll_store(self) -> None:
+        if self.loaded and await self.figures.load(self.app.reader, self.session_id):  # type: ignore[attr-defined]
+            self.refresh(layout=True)
+
+    def _poll_cursor(self) -> None:
+        now = self.cursor()
+        if now != self._cursor:
+            self._cursor = now
+            self.refresh(layout=True)
+
+    def cursor(self) -> tuple[int | None, int | None]:
+        """The (seq, rid) of the transcript's cursor block."""
+        from .transcript_view import TranscriptView
+
+        views = self.screen.query(TranscriptView)
+        block = views.first().cursor_block if views else None
+        if block is None:
+            return None, None
+        return (block.rseq or block.seq), block.rid
+
+    def current_request(self) -> int:
+        seq, _ = self.cursor()
+        return self.figures.request_at(seq) if seq is not None else len(
+            self.figures.requests("hygiene"))  # fmt: skip
+
+    def render(self) -> Text:
+        if not self.loaded:
+            return Text("Replaying the session's requests…", "dim")
+        seq, rid = self.cursor()
+        return panel_text(self.figures, self.size.width or 100, seq, rid, self.digits)
+
+    def get_content_height(self, container: Any, viewport: Any, width: int) -> int:
+        return len(self.render().plain.split("\n"))
+
+
+async def toggle_panel(screen: TranscriptScreen) -> None:
+    """`c` on a transcript: show the context panel, or hide it."""
+    from .transcript_view import TranscriptView
+
+    found = screen.query(ContextPanel)
+    if found:
+        await found.first().remove()
+        return
+    reader = screen.app.reader  # type: ignore[attr-defined]
+    row = await reader.session(screen.session_id)
+    overrides = row.overrides if row is not None else {}
+    panel = ContextPanel(screen.session_id, overrides, digits=screen.digits)
+    views = screen.query(TranscriptView)
+    if views:
+        await screen.mount(panel, after=views.first())
+    else:
+        await screen.mount(panel)
+
+
+def show_sent(screen: TranscriptScreen) -> None:
+    """`x` on a transcript: the context exactly as sent at the request under the cursor."""
+    from ..screens.context import ContextScreen
+    from .transcript_view import TranscriptView
+
+    views = screen.query(TranscriptView)
+    block = views.first().cursor_block if views else None
+    seq = (block.rseq or block.seq) if block is not None else None
+    screen.app.push_screen(ContextScreen(screen.session_id, at_seq=seq))
