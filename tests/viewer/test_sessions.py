@@ -94,3 +94,30 @@ def test_small_formatters() -> None:
     assert short_path(str(Path.home() / "p")) == "~/p"
     long = "/x" * 40
     assert short_path(long, 20).startswith("…") and len(short_path(long, 20)) == 20
+
+
+async def test_a_busy_store_still_updates_the_list(tmp_path: Path, writer: Writer) -> None:
+    """Rows committed every 50 ms must not starve the list's reloads."""
+    busy = await Session.start(writer, tmp_path / "ws", title="busy")
+    app = CtxviewApp(tmp_path / "store.db")
+    async with app.run_test(size=(120, 20)):
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        await wait_for(lambda: screen.session_ids == [busy.id])
+        stop = asyncio.Event()
+
+        async def churn() -> None:
+            while not stop.is_set():
+                await busy.insert("bash", {"command": "date"}, "tick")
+                await asyncio.sleep(0.05)
+
+        task = asyncio.create_task(churn())
+        try:
+            await asyncio.sleep(0.5)
+            late = await Session.start(writer, tmp_path / "ws", title="late")
+            await wait_for(lambda: late.id in screen.session_ids, timeout=4)
+            table = screen.query_one(DataTable)
+            await wait_for(lambda: int(str(table.get_row(busy.id)[3])) > 5, timeout=4)
+        finally:
+            stop.set()
+            await task
