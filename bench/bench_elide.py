@@ -13,7 +13,10 @@ transcripts of ../shared/realdata: the speed target of issue 5 and the with/with
     measure, with 3.0.0, and with 3.0.0 plus elision at the defaults (threshold 180,000 chars)
     and at --threshold; the prefix breaks; the estimated bill (input-token units, a prompt cache
     over the previous request: 1.25 x cache write + 0.1 x cache read). Markdown, for a note.
-(c) result sizes: how many results are longer than elide.min_chars, and their share of the
+(c) one long session: every real session's events back to back as one session, at the defaults
+    (the real sessions alone never reach the 180,000-character threshold). An illustration of a
+    long session made of real turns, not a real session.
+(d) result sizes: how many results are longer than elide.min_chars, and their share of the
     characters, which is why 2,000 is the default.
 
 Not a timed test: the figures depend on the machine and on what else runs on it.
@@ -157,7 +160,24 @@ async def main(threshold: int) -> int:
                   f"x{t['bl'] / t['bh']:.3f} estimated bill.")  # fmt: skip
 
             print()
-            print("(c) result sizes (3.0.0's shown text), every real session")
+            print("(c) one long session: every real session back to back (their contexts add up,")
+            print("    as a long session's do), at the defaults")
+            every = concatenated([await reader.events(r.id) for r in rows])
+            arms = replay_arms(every, config)
+            fa = {arm: figures(arms[arm]) for arm in ARMS}
+            price = rates(config, "anthropic")
+            for arm in ARMS:
+                f = fa[arm]
+                print(f"    {arm:8} {f.requests} requests, peak {f.peak_chars:,} chars, re-sent "
+                      f"{f.sent_chars:,} chars (~{f.sent_tokens:,} tokens), {f.prefix_breaks} "
+                      f"prefix breaks ({f.strides} strides), bill {round(f.bill(price)):,}")  # fmt: skip
+            print(f"    elided / 3.0.0: x{fa['elided'].sent_chars / fa['hygiene'].sent_chars:.3f} "
+                  f"characters, x{fa['elided'].bill(price) / fa['hygiene'].bill(price):.3f} bill; "
+                  f"3.0.0 / none: x{fa['hygiene'].sent_chars / fa['none'].sent_chars:.3f} "
+                  f"characters")  # fmt: skip
+
+            print()
+            print("(d) result sizes (3.0.0's shown text), every real session")
             sizes = []
             for r in rows:
                 sizes += [ev.shown_chars or 0 for ev in await reader.events(r.id)
