@@ -405,8 +405,11 @@ class Session:
     async def _replay_context(self) -> None:
         await self.writer.flush()
         async with await Reader.open(self.writer.path) as reader:
-            for ev in await reader.events(self.id):
-                self.context_state.feed(ev)
+            after = 0
+            while page := await reader.events(self.id, after=after, limit=5000):
+                for ev in page:
+                    self.context_state.feed(ev)
+                after = page[-1].seq
 
     async def _dispatch(self, tool: str, args: dict[str, Any]) -> Result:
         if tool == "read":
