@@ -49,10 +49,12 @@ def small_store(tmp_path: Path) -> SmallStore:
     return SmallStore(path, tmp_path / "ws", session_id, rids)
 
 
-def insert_from_another_process(store: SmallStore, marker: str) -> None:
-    """A result committed by the engine in a separate Python process."""
+def insert_from_another_process(store: SmallStore, marker: str) -> float:
+    """A result committed by the engine in a separate Python process; the wall-clock time of
+    the commit, as that process saw it."""
     code = f"""
 import asyncio
+import time
 from backend.session import Session
 from backend.store import Writer
 
@@ -60,13 +62,17 @@ async def main():
     writer = await Writer.open({str(store.path)!r})
     s = await Session.resume(writer, {store.session_id!r})
     await s.insert("bash", {{"command": "echo"}}, {marker!r})
+    print(time.time(), flush=True)
     await writer.close()
 
 asyncio.run(main())
 """
     import subprocess
 
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=True, timeout=60, capture_output=True, text=True
+    )
+    return float(done.stdout.split()[0])
 
 
 def free_port() -> int:

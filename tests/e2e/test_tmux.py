@@ -65,7 +65,7 @@ class Tmux:
             screen = self.screen()
             if check(screen):
                 return screen
-            time.sleep(0.05)
+            time.sleep(0.01)  # capture-pane itself takes a few ms
         raise AssertionError(f"{what} not on screen after {timeout} s; the screen:\n{screen}")
 
     def wait_gone(self, timeout: float, message: str) -> None:
@@ -95,16 +95,18 @@ def test_view_jump_then_a_result_from_another_process_arrives(
     tmux.keys("End")  # back to the live tail, so the new row is drawn where we look
     time.sleep(0.3)
 
-    marker = f"arrived-{uuid.uuid4().hex[:6]}"
-    sent = time.monotonic()
-    insert_from_another_process(small_store, marker)
-    committed = time.monotonic()
-    screen = tmux.wait(lambda s: marker in s, 5, "the inserted result")
-    seen = time.monotonic()
-    # Its id, the next one, arrives with it.
-    new_id = format_id(small_store.rids[-1] + 1)
-    assert new_id in screen
-    print(f"insert process {committed - sent:.2f} s, commit to screen ≤ {seen - committed:.3f} s")
+    delays = []
+    for n in range(5):
+        marker = f"arrived-{n}-{uuid.uuid4().hex[:6]}"
+        committed = insert_from_another_process(small_store, marker)
+        screen = tmux.wait(lambda s, m=marker: m in s, 5, "the inserted result")
+        delays.append(time.time() - committed)
+        # Its id, the next one, arrives with it.
+        assert format_id(small_store.rids[-1] + 1 + n) in screen
+    delays.sort()
+    print(
+        f"commit to tmux screen: median {delays[2] * 1000:.0f} ms, max {delays[-1] * 1000:.0f} ms"
+    )
 
     tmux.keys("q")
     tmux.wait_gone(10, "q did not quit the app")
