@@ -221,7 +221,9 @@ def test_cli_refuses_bad_stores_in_one_sentence(tmp_path: Path) -> None:
     asyncio.run(make_store(newer, tmp_path))
     with sqlite3.connect(newer) as conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
-    for store in (tmp_path / "nonexistent.db", random_bytes, newer):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    for store in (tmp_path / "nonexistent.db", random_bytes, newer, folder):
         for command in (["sessions"], ["show", "1000"], ["recall", "1000"]):
             done = ctxview("--store", str(store), *command)
             assert done.returncode != 0, (store, command)

@@ -34,9 +34,13 @@ async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
         prepare(path)
     elif not path.exists():
         raise StoreError(f"There is no store at {path}.")
+    conn = aiosqlite.connect(path, isolation_level=None)
     try:
-        conn = await aiosqlite.connect(path, isolation_level=None)
+        await conn
     except sqlite3.Error as exc:
+        # aiosqlite stops its thread without waiting; if the loop closed first (a CLI exiting
+        # with this error), the thread would print a traceback about the closed loop.
+        conn._thread.join(timeout=5)
         raise StoreError(f"The store at {path} cannot be opened: {exc}.") from None
     try:
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
