@@ -49,17 +49,37 @@ async def _write_only(args: argparse.Namespace) -> int:
     return 0
 
 
+HINT = (
+    "A scripted agent session is being written through the engine; the view follows it. "
+    "Click an id (or press g and type one), a stub, an elision line or a boundary; "
+    "[ and ] step between boundaries; ? lists the keys; q quits."
+)
+
+
+async def _hint_then_play(app: object, run: DemoRun, pace: float) -> None:
+    from textual.app import App
+
+    assert isinstance(app, App)
+    for _ in range(200):  # the app mounts within a moment; the story waits for it
+        if app.is_running and app.screen_stack:
+            break
+        await asyncio.sleep(0.01)
+    app.notify(HINT, title="ctxview demo", timeout=15, markup=False)
+    await play(run, pace)
+
+
 async def _view(args: argparse.Namespace) -> int:
     from viewer.app import CtxviewApp
 
     run = await open_demo(_store(args))
     app = CtxviewApp(run.store, session=run.session_id, theme=args.theme)
-    task = asyncio.create_task(play(run, args.pace), name="ctxview-demo")
+    task = asyncio.create_task(_hint_then_play(app, run, args.pace), name="ctxview-demo")
 
     def finished(t: asyncio.Task[None]) -> None:
         if not t.cancelled() and t.exception() is not None:
             # Never print inside the app (stdout is the screen, or textual-serve's wire).
-            app.notify(f"The demo stopped: {t.exception()}", severity="error", timeout=30)
+            app.notify(f"The demo stopped: {t.exception()}", severity="error", timeout=30,
+                       markup=False)  # fmt: skip
 
     task.add_done_callback(finished)
     try:

@@ -202,7 +202,8 @@ class SessionsScreen(Screen[None]):
                     sessions = await reader.sessions()
                 except Exception as exc:  # a damaged store, or the app closing under us
                     if self.is_attached and self.app.is_running:
-                        self.notify(f"Cannot read the sessions: {exc}", severity="error")
+                        self.notify(f"Cannot read the sessions: {exc}", severity="error",
+                                    markup=False)  # fmt: skip
                     return
                 self._reload_took = time.monotonic() - self._last_reload
                 self.show([row_view(s, depth) for s, depth in ordered(sessions)])
