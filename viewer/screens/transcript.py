@@ -58,6 +58,8 @@ class TranscriptScreen(Screen[None]):
         self.search_query = ""
         self.title_text = ""
         self.digits = 4
+        self._status_timer_set = False
+        self._status_text = ""
 
     def compose(self) -> ComposeResult:
         yield Static(id="transcript-title", classes="title-line")
@@ -100,9 +102,9 @@ class TranscriptScreen(Screen[None]):
         if event.new_rows and not event.following:
             note.update(Text(f"{event.new_rows} new rows ↓  (end)"))
             note.add_class("-shown")
-        else:
+        elif note.has_class("-shown"):
             note.remove_class("-shown")
-        self.update_status()
+        self.update_status_soon()
 
     @on(TranscriptView.Loaded)
     def _loaded(self) -> None:
@@ -110,7 +112,14 @@ class TranscriptScreen(Screen[None]):
             self._try_jump()
         self.update_status()
 
+    def update_status_soon(self) -> None:
+        """Rows arrive many times a second: redraw the status at most 4 times a second."""
+        if not self._status_timer_set:
+            self._status_timer_set = True
+            self.set_timer(0.25, self.update_status)
+
     def update_status(self, message: str = "") -> None:
+        self._status_timer_set = False
         view = getattr(self, "view", None)
         if view is None:
             return
@@ -128,7 +137,10 @@ class TranscriptScreen(Screen[None]):
             parts.append("following")
         if message:
             parts.append(message)
-        self.query_one("#status", Static).update(Text(" · ".join(parts)))
+        text = " · ".join(parts)
+        if text != self._status_text:
+            self._status_text = text
+            self.query_one("#status", Static).update(Text(text))
 
     # Jumps
 

@@ -8,11 +8,13 @@ fetched from the store only for the blocks on screen, in range queries.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Span
 from textual import events
 from textual.binding import Binding, BindingType
@@ -36,12 +38,12 @@ from ..render.blocks import (
     render_block,
 )
 from ..render.heights import Heights
-from ..render.outline import SEQ, Block, Outline
+from ..render.outline import RID, SEQ, Block, Outline
 from ..render.palette import Palette
 
 GUTTER = 2
 TAIL_ROWS = 3000  # rows loaded before the first screen
-CHUNK_ROWS = 40000  # older rows loaded after it, newest first
+CHUNK_ROWS = 20000  # older rows loaded after it, newest first
 
 
 class TranscriptView(ScrollView, can_focus=True):
@@ -89,9 +91,11 @@ class TranscriptView(ScrollView, can_focus=True):
         self.new_rows = 0
         self.fully_loaded = False
         self.first_screen_at: float | None = None
-        # Called with the new blocks after rows are appended and the screen is refreshed (bench).
+        # Called with the new blocks as soon as rows are appended (the benchmark's probe).
         self.append_hooks: list[Callable[[list[Block]], None]] = []
         self._strips: LRUCache[tuple[Any, ...], list[Strip]] = LRUCache(600)
+        self._lines: LRUCache[tuple[Any, ...], Strip] = LRUCache(3000)
+        self._base: Style | None = None
         self._events: LRUCache[int, Event] = LRUCache(8000)
         self._shown: LRUCache[int, str] = LRUCache(1500)
         self._stored: LRUCache[int, str] = LRUCache(24)
@@ -142,8 +146,14 @@ class TranscriptView(ScrollView, can_focus=True):
             self.cursor_block = self.blocks[-1]
         self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
         self.refresh()
+        # The first screen, drawn with its text, before any older row: the rest can wait.
+        for _ in range(400):
+            await asyncio.sleep(0.005)
+            if self.visible_drawn():
+                break
         self.call_after_refresh(self._first_screen)
         while self.outline.first_seq is not None and self.outline.first_seq > 1:
+            await asyncio.sleep(0)  # let a frame, a key or a live row through between chunks
             rows = await reader.outline(
                 self.session_id, before=self.outline.first_seq, limit=CHUNK_ROWS
             )
@@ -153,6 +163,7 @@ class TranscriptView(ScrollView, can_focus=True):
             self._prepend(rows, epoch)
         self.fully_loaded = True
         self._strips.clear()  # links to results that were not loaded yet
+        self._lines.clear()
         self.refresh()
         self.post_message(self.Loaded())
 
@@ -194,11 +205,22 @@ class TranscriptView(ScrollView, can_focus=True):
                 self._dirty = False
                 rows = await self.reader.outline(self.session_id, after=self.outline.last_seq)
                 if rows:
+                    if self.following and len(rows) <= 50:
+                        await self._prefetch(rows)
                     self._append(rows)
                 if not self._dirty:
                     break
         finally:
             self._fetching = False
+
+    async def _prefetch(self, rows: list[tuple[Any, ...]]) -> None:
+        """Fetch the events and bodies of rows about to be shown at the tail, so that their
+        first paint has their text (two range queries)."""
+        for ev in await self.reader.events_range(self.session_id, rows[0][SEQ], rows[-1][SEQ]):
+            self._events[ev.seq] = ev
+        rids = [r[RID] for r in rows if r[RID] is not None]
+        for rid, text in (await self.reader.shown(self.session_id, rids)).items():
+            self._shown[rid] = text
 
     def _append(self, rows: list[tuple[Any, ...]]) -> None:
         follow = self.following
@@ -217,15 +239,24 @@ class TranscriptView(ScrollView, can_focus=True):
             self.new_rows += len(new)
         self.refresh()
         self.post_message(self.Follow(self.following, self.new_rows))
-        if self.append_hooks and new:
-            self.call_after_refresh(self._run_hooks, new)
-
-    def _run_hooks(self, new: list[Block]) -> None:
         for hook in self.append_hooks:
             hook(new)
 
     def _update_virtual_size(self) -> None:
-        self.virtual_size = Size(self.size.width, self.heights.total)
+        size = Size(self.size.width, self.heights.total)
+        if size == self.virtual_size:
+            return
+        if (
+            self.heights.total <= self.size.height + 1
+            or self.virtual_size.height <= self.size.height + 1
+        ):
+            self.virtual_size = size  # the scrollbar may come or go: a full layout
+            return
+        # Only the scrollable height changed: update the scrollbar without a layout of the
+        # whole screen (a layout per appended row is what makes a live view lag).
+        self.set_reactive(TranscriptView.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     # Fetching what the blocks on screen need
 
@@ -363,22 +394,31 @@ class TranscriptView(ScrollView, can_focus=True):
             found.append(cur)
         return found
 
+    def render_lines(self, crop: Any) -> list[Strip]:
+        # The widget's style walks the DOM: look it up once per render, not once per line.
+        self._base = self.rich_style
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        body_width = max(width - GUTTER, 10)
-        if width != self._width:
-            self._width = width
         line = self.scroll_offset.y + y
-        base = self.rich_style
+        base = self._base if self._base is not None else self.rich_style
         if not self.blocks or line >= self.heights.total:
             return Strip.blank(width, base)
         index = self.heights.find(line)
         block = self.blocks[index]
         row = line - self.heights.offset(index)
+        pal = self.palette
+        cursor = block is self.cursor_block
+        key = (block.serial, block.version, row, cursor, width, self.stored_mode, pal.name)
+        cached = self._lines.get(key)
+        if cached is not None:
+            return cached
+        body_width = max(width - GUTTER, 10)
         strips = self._strips_for(block, body_width)
         if strips is None:
             strip = (
-                Strip([Segment("…", base + self.palette.dim)]).extend_cell_length(body_width, base)
+                Strip([Segment("…", base + pal.dim)]).extend_cell_length(body_width, base)
                 if row == 0
                 else Strip.blank(body_width, base)
             )
@@ -386,11 +426,11 @@ class TranscriptView(ScrollView, can_focus=True):
             strip = strips[row]
         else:
             strip = Strip.blank(body_width, base)
-        if block is self.cursor_block:
-            gutter = Strip([Segment("▌ ", base + self.palette.cursor)])
-        else:
-            gutter = Strip.blank(GUTTER, base)
-        return Strip.join([gutter, strip]).crop_extend(0, width, base)
+        gutter = Strip([Segment("▌ ", base + pal.cursor)]) if cursor else Strip.blank(GUTTER, base)
+        out = Strip.join([gutter, strip]).crop_extend(0, width, base)
+        if strips is not None:
+            self._lines[key] = out
+        return out
 
     def on_resize(self, event: events.Resize) -> None:
         self._relayout_all()
@@ -399,6 +439,7 @@ class TranscriptView(ScrollView, can_focus=True):
         """A new width or mode: every height is an estimate again, kept around the cursor."""
         anchor = self.cursor_block
         self._strips.clear()
+        self._lines.clear()
         self.heights.rebuild([estimate(b, self.stored_mode) for b in self.blocks])
         self._update_virtual_size()
         if self.following:
@@ -420,6 +461,8 @@ class TranscriptView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()
+        self._lines.clear()
+        self._base = None
 
     # The cursor
 
@@ -565,6 +608,15 @@ class TranscriptView(ScrollView, can_focus=True):
         event.stop()
 
     # What the screen asks
+
+    def visible_drawn(self) -> bool:
+        """Every block on screen is laid out with its text (not a placeholder)."""
+        width = max(self.size.width - GUTTER, 10)
+        pal = self.palette
+        return all(
+            (b.serial, b.version, width, self.stored_mode, pal.name) in self._strips
+            for b in self.visible_blocks()
+        )
 
     def visible_blocks(self) -> list[Block]:
         if not self.blocks:

@@ -1,0 +1,356 @@
+"""The viewer's speed and memory against issue 3's targets, headless (App.run_test).
+
+    .venv/bin/python bench/bench_viewer.py              # all parts; builds the fixture once
+    .venv/bin/python bench/bench_viewer.py --rebuild    # build the 100k-result store again
+
+Prints its figures and a verdict per target; exits 1 with --strict when a target is missed.
+The figures depend on the machine and on what else runs on it (note the load average printed).
+
+Fixture: one session of 100,000 results (and their calls, a message every 10 results, a
+compaction every 10,000) holding >= 500 MB of stored text, written straight through the store's
+writer in batch mode (a fixture, not the engine's speed). Cached in the temp folder.
+
+(a) first screen: a fresh process opens the app on that session; the time from constructing the
+    app to the first screen drawn with its text (no placeholder), and the peak RSS of the
+    process once the whole outline is loaded and 20 jumps are done. Targets: <= 1.5 s, <= 300 MB.
+(b) jump: 20 jumps to random ids; from the call to the landed block's lines rendered with their
+    text (events and bodies fetched). Target: median <= 100 ms.
+(c) append: the cost of appending one row (outline update, heights, one render of the visible
+    lines) with 100 rows loaded and with 100,000. Target: about the same.
+(d) live: another process inserts 20 results a second through the engine, each holding the time
+    just before its commit; the app records when the row is added and the screen refreshed.
+    Target: p95 <= 150 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from backend.store import Reader, Writer  # noqa: E402
+from backend.store.records import Body, Event  # noqa: E402
+
+RESULTS = 100_000
+FIXTURE = Path(tempfile.gettempdir()) / "ctxview-bench-viewer" / "store.db"
+SESSION = "bench-100k"
+LIVE_SESSION = "bench-live"
+SIZE = (120, 50)
+
+_LINE = "    assert compute(value, depth={d}) == expected  # case {i} of the generated suite\n"
+
+
+def stored_text(rid: int) -> str:
+    """About 5,400 characters in 80 lines: a test run's output with the id in it."""
+    head = f"run {rid:x}: collected 80 items\n"
+    return head + "".join(_LINE.format(d=rid % 97, i=i) for i in range(80))
+
+
+async def build(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    # A short FTS prefix keeps the build fast; search is not what this bench measures.
+    writer = await Writer.open(path, fts_max_chars=200)
+    await writer.create_session(SESSION, title="bench: 100,000 results", workspace="/bench",
+                                next_rid=0x1000, started=1_764_000_000.0)  # fmt: skip
+    total = 0
+    t = 1_764_000_000.0
+    async with writer.batch():
+        for n in range(RESULTS):
+            rid = 0x1000 + n
+            t += 0.5
+            events: list[Event] = []
+            if n % 10 == 0:
+                events.append(Event(ts=t, kind="message", role="assistant",
+                                    text=f"Step {n}: running the suite again; see #{rid - 1:04x}."))  # fmt: skip
+            if n and n % 10_000 == 0:
+                events.append(Event(ts=t, kind="compaction", text=f"Summary at {n}.",
+                                    data=json.dumps({"rows": [], "inserted": ""})))  # fmt: skip
+            ref = f"c{n}"
+            stored = stored_text(rid)
+            total += len(stored)
+            lines = stored.split("\n")[:-1]
+            shown_body = "\n".join(
+                [*lines[:6], f"[70 lines elided, full output #{rid:04x}]", *lines[-4:]]
+            )
+            shown = f"[#{rid:04x}]\n{shown_body}"
+            events.append(Event(ts=t, kind="call", tool="bash", call_ref=ref,
+                                args=json.dumps({"command": f"pytest -k case{n}"})))  # fmt: skip
+            events.append(Event(
+                ts=t, kind="result", tool="bash", call_ref=ref, rid=rid, rkind="full", capped=1,
+                elided_lines=70, shown_chars=len(shown), shown_lines=shown.count("\n") + 1,
+                stored_chars=len(stored), stored_lines=80 + 1,
+            ))  # fmt: skip
+            await writer.append(SESSION, events, [Body(rid, shown, stored)])
+    await writer.create_session(LIVE_SESSION, title="bench: live", workspace=str(path.parent),
+                                next_rid=0x1000, started=1_764_000_000.0)  # fmt: skip
+    await writer.close()
+    (path.parent / "built").write_text(json.dumps({"stored_chars": total}))
+
+
+def fixture(rebuild: bool) -> tuple[Path, int]:
+    marker = FIXTURE.parent / "built"
+    if rebuild or not marker.exists():
+        t0 = time.perf_counter()
+        print(f"building the fixture at {FIXTURE} ...", flush=True)
+        asyncio.run(build(FIXTURE))
+        print(f"  built in {time.perf_counter() - t0:.1f} s", flush=True)
+    return FIXTURE, json.loads(marker.read_text())["stored_chars"]
+
+
+# The app side, in a fresh process.
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def visible_ready(view: Any) -> None:
+    """Until every line on screen is drawn with its text (no placeholder)."""
+    while True:
+        text = view.screen_text()
+        if view.blocks and "…\n" not in text + "\n" and not view._loading:
+            placeholders = [ln for ln in text.split("\n") if ln.strip() == "…"]
+            if not placeholders:
+                return
+        await asyncio.sleep(0.001)
+
+
+async def child_open(store: Path) -> dict[str, Any]:
+    from viewer.app import CtxviewApp
+    from viewer.widgets.transcript_view import TranscriptView
+
+    out: dict[str, Any] = {"rss_before_mb": rss_mb()}
+    t0 = time.perf_counter()
+    app = CtxviewApp(store, session=SESSION, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.screen.query(TranscriptView):
+            await asyncio.sleep(0.002)
+        view = app.screen.query_one(TranscriptView)
+        out["view_mounted_s"] = time.perf_counter() - t0
+        while view.first_screen_at is None:
+            await asyncio.sleep(0.002)
+        # Set by the view after the refresh that follows every visible block being laid
+        # out with its text (events and bodies fetched, no placeholder).
+        out["first_screen_s"] = view.first_screen_at - t0
+        assert "…" not in [ln.strip() for ln in view.screen_text().split("\n")]
+        while not view.fully_loaded:
+            await asyncio.sleep(0.01)
+        out["outline_loaded_s"] = time.perf_counter() - t0
+        out["blocks"] = len(view.blocks)
+        # (b) jumps
+        rng = random.Random(7)
+        rids = [0x1000 + rng.randrange(RESULTS) for _ in range(20)]
+        times = []
+        screen = app.screen
+        for rid in rids:
+            t = time.perf_counter()
+            assert screen.jump_to(rid)
+            await visible_ready(view)
+            times.append(time.perf_counter() - t)
+            assert view.cursor_block.rid == rid
+            await pilot.pause()
+        out["jump_ms"] = [round(x * 1000, 2) for x in times]
+        # (c) append at 100,000 rows
+        out["append_100k_ms"] = await append_cost(view)
+        out["rss_peak_mb"] = rss_mb()
+    return out
+
+
+async def append_cost(view: Any, rounds: int = 200) -> float:
+    """Median ms to append one message row and render the visible lines."""
+    from viewer.render.outline import OUTLINE_COLUMNS
+
+    times = []
+    for _ in range(rounds):
+        seq = view.outline.last_seq + 1
+        row = dict.fromkeys(OUTLINE_COLUMNS)
+        row.update(seq=seq, kind="message", role="assistant", capped=0, text_lines=1)
+        view._events[seq] = Event(ts=0.0, kind="message", role="assistant",
+                                  text=f"appended row {seq}", seq=seq)  # fmt: skip
+        t = time.perf_counter()
+        view._append([tuple(row[c] for c in OUTLINE_COLUMNS)])
+        view.screen_text()
+        times.append(time.perf_counter() - t)
+        await asyncio.sleep(0)
+    return round(statistics.median(times) * 1000, 3)
+
+
+async def child_small(store: Path) -> dict[str, Any]:
+    """Append cost with 100 rows: a session of 100 rows in a store of its own."""
+    from viewer.app import CtxviewApp
+    from viewer.widgets.transcript_view import TranscriptView
+
+    small = Path(tempfile.mkdtemp()) / "small.db"
+    writer = await Writer.open(small)
+    await writer.create_session("small", next_rid=0x1000, started=0.0)
+    for n in range(50):
+        rid = 0x1000 + n
+        await writer.append("small", [
+            Event(ts=0.0, kind="call", tool="bash", call_ref=f"c{n}", args="{}"),
+            Event(ts=0.0, kind="result", tool="bash", call_ref=f"c{n}", rid=rid, rkind="full",
+                  shown_chars=20, shown_lines=2, stored_chars=10, stored_lines=1),
+        ], [Body(rid, f"[#{rid:04x}]\nok", "ok")])  # fmt: skip
+    await writer.close()
+    app = CtxviewApp(small, session="small", watch=False)
+    async with app.run_test(size=SIZE):
+        while not app.screen.query(TranscriptView):
+            await asyncio.sleep(0.002)
+        view = app.screen.query_one(TranscriptView)
+        while not view.fully_loaded:
+            await asyncio.sleep(0.005)
+        await visible_ready(view)
+        return {"rows": view.outline.last_seq, "append_100_ms": await append_cost(view)}
+
+
+async def child_live(store: Path, count: int, rate: float) -> dict[str, Any]:
+    from viewer.app import CtxviewApp
+    from viewer.widgets.transcript_view import TranscriptView
+
+    seen: dict[int, float] = {}  # the screen refreshed after the row was added
+    added: dict[int, float] = {}  # the row added to the transcript
+    app = CtxviewApp(store, session=LIVE_SESSION)
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.screen.query(TranscriptView):
+            await asyncio.sleep(0.002)
+        view = app.screen.query_one(TranscriptView)
+        while not view.fully_loaded:
+            await asyncio.sleep(0.005)
+        start_rid = max(view.outline.by_rid, default=0)
+
+        def drawn(rids: list[int]) -> None:
+            now = time.time()
+            seen.update(dict.fromkeys(rids, now))
+
+        def appended(blocks: list[Any]) -> None:
+            now = time.time()
+            rids = [b.rid for b in blocks if b.rid is not None]
+            added.update(dict.fromkeys(rids, now))
+            view.call_after_refresh(drawn, rids)
+
+        view.append_hooks.append(appended)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--insert", str(store), str(count), str(rate),
+        )  # fmt: skip
+        await proc.wait()
+        deadline = time.time() + 5
+        while len([r for r in seen if r > start_rid]) < count and time.time() < deadline:
+            await pilot.pause(0.05)
+        async with await Reader.open(store) as reader:
+            bodies = await reader.bodies(LIVE_SESSION, [r for r in seen if r > start_rid])
+    delays, adds = [], []
+    for rid, body in bodies.items():
+        written = float(body.stored.split("committed at ", 1)[1].split()[0])
+        delays.append((seen[rid] - written) * 1000)
+        adds.append((added[rid] - written) * 1000)
+    delays.sort()
+    adds.sort()
+    return {
+        "count": len(delays),
+        "median_ms": round(statistics.median(delays), 1),
+        "p95_ms": round(delays[int(len(delays) * 0.95) - 1], 1),
+        "max_ms": round(delays[-1], 1),
+        "added_median_ms": round(statistics.median(adds), 1),
+        "added_p95_ms": round(adds[int(len(adds) * 0.95) - 1], 1),
+    }
+
+
+async def insert(store: Path, count: int, rate: float) -> None:
+    """The other process: the engine inserting `rate` results a second."""
+    from backend.session import Session
+
+    writer = await Writer.open(store)
+    s = await Session.resume(writer, LIVE_SESSION)
+    period = 1.0 / rate
+    nxt = time.monotonic()
+    for n in range(count):
+        nxt += period
+        await asyncio.sleep(max(0.0, nxt - time.monotonic()))
+        await s.insert(
+            "bash", {"command": f"echo {n}"}, f"line {n}\ncommitted at {time.time():.6f} ok"
+        )
+    await writer.close()
+
+
+def run_child(*args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)  # fmt: skip
+    if done.returncode:
+        print(done.stdout, done.stderr, file=sys.stderr)
+        raise SystemExit(f"the child {args[0]} failed")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--strict", action="store_true")
+    parser.add_argument("--live-count", type=int, default=200)
+    parser.add_argument("--child", choices=["open", "small", "live"])
+    parser.add_argument("--insert", nargs=3, metavar=("STORE", "COUNT", "RATE"))
+    parser.add_argument("args", nargs="*")
+    a = parser.parse_args()
+    if a.insert:
+        asyncio.run(insert(Path(a.insert[0]), int(a.insert[1]), float(a.insert[2])))
+        return 0
+    if a.child == "open":
+        print(json.dumps(asyncio.run(child_open(Path(a.args[0])))))
+        return 0
+    if a.child == "small":
+        print(json.dumps(asyncio.run(child_small(Path(a.args[0])))))
+        return 0
+    if a.child == "live":
+        print(json.dumps(asyncio.run(child_live(Path(a.args[0]), int(a.args[1]), 20.0))))
+        return 0
+
+    store, chars = fixture(a.rebuild)
+    size = sum(
+        Path(str(store) + s).stat().st_size for s in ("", "-wal") if Path(str(store) + s).exists()
+    )
+    print(f"fixture: {RESULTS:,} results, {chars / 1e6:,.0f} MB of stored text, "
+          f"store {size / 1e6:,.0f} MB; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")  # fmt: skip
+    ok = True
+
+    def verdict(good: bool) -> str:
+        nonlocal ok
+        ok = ok and good
+        return "ok" if good else "MISSED"
+
+    opened = run_child("--child", "open", str(store))
+    print(f"(a) first screen: {opened['first_screen_s']:.3f} s (target <= 1.5 s) "
+          f"{verdict(opened['first_screen_s'] <= 1.5)}; whole outline ({opened['blocks']:,} blocks) "
+          f"loaded at {opened['outline_loaded_s']:.2f} s")  # fmt: skip
+    print(f"    peak RSS: {opened['rss_peak_mb']:.0f} MB (target <= 300 MB) "
+          f"{verdict(opened['rss_peak_mb'] <= 300)}; after imports {opened['rss_before_mb']:.0f} MB")  # fmt: skip
+    jumps = opened["jump_ms"]
+    med = statistics.median(jumps)
+    print(f"(b) jump to a random id: median {med:.1f} ms, max {max(jumps):.1f} ms over {len(jumps)} "
+          f"(target median <= 100 ms) {verdict(med <= 100)}")  # fmt: skip
+    small = run_child("--child", "small", str(store))
+    a100, a100k = small["append_100_ms"], opened["append_100k_ms"]
+    print(f"(c) append one row: {a100:.3f} ms at 100 rows, {a100k:.3f} ms at 100,000 rows "
+          f"(target: about the same) {verdict(a100k <= max(3 * a100, a100 + 1.0))}")  # fmt: skip
+    live = run_child("--child", "live", str(store), str(a.live_count))
+    print(f"(d) live, another process inserting 20 results/s: {live['count']} rows; commit to "
+          f"row added: median {live['added_median_ms']} ms, p95 {live['added_p95_ms']} ms; to the "
+          f"screen refreshed with it: median {live['median_ms']} ms, p95 {live['p95_ms']} ms, max "
+          f"{live['max_ms']} ms (target p95 <= 150 ms) {verdict(live['p95_ms'] <= 150)}")  # fmt: skip
+    return 1 if (a.strict and not ok) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
