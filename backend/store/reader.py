@@ -96,7 +96,9 @@ class Reader:
         """A session by id or unique id prefix; the newest when `ref` is None."""
         if ref is None:
             rows = await self._conn.execute_fetchall(
-                "SELECT id FROM sessions ORDER BY started DESC, rowid DESC LIMIT 1"
+                # A sub-agent belongs to its parent: the newest top-level session comes first.
+                "SELECT id FROM sessions ORDER BY parent_session IS NOT NULL, started DESC, "
+                "rowid DESC LIMIT 1"
             )
             if not rows:
                 raise StoreError(f"The store at {self.path} has no sessions yet.")

@@ -52,6 +52,9 @@ async def test_demo_writes_every_kind(tmp_path: Path) -> None:
         # The sub-agent session sits under the main one.
         children = [s for s in sessions.values() if s.parent_session == run.session_id]
         assert len(children) == 1 and not children[0].live
+        # "The newest session" (no --session) is the main one, though its sub-agent started later.
+        assert children[0].started > main.started
+        assert (await reader.resolve_session(None)).id == run.session_id
     # The edits really happened in the workspace, and the project's tests pass there.
     assert "max(0.0" in (run.workspace / "shop" / "pricing.py").read_text()
     assert (run.workspace / "CHANGELOG.md").exists()
