@@ -25,7 +25,7 @@ from .rules.context import Usage
 from .rules.dedupe import DedupeTable, ReadEntry, ResultEntry, args_key
 from .rules.diff import counts, unified
 from .rules.ids import format_id, parse_id
-from .rules.lines import count_lines, decode, looks_binary, numbered, split_lines
+from .rules.lines import count_lines, decode, looks_binary, numbered, split_lines, window_lines
 from .store.reader import Reader
 from .store.records import Body, Event
 from .store.writer import Writer
@@ -479,12 +479,10 @@ class Session:
             bracket = brackets.read_binary(self.ref(rid), path, sha[: self.config["sha_digits"]])
             return Result(rid, "read", brackets.with_sentence(bracket, sentence), sentence,
                           "binary", path=path, sha=sha, data={"key": key})  # fmt: skip
-        lines = split_lines(decode(data))
-        total = len(lines)
+        lines, total = window_lines(data, offset, limit)  # only the window is decoded
         if (total == 0 and offset > 1) or (total > 0 and offset > total):
             raise ToolError("error.offset_past_end", offset=offset, path=path, n=total)
-        last = min(total, offset + limit - 1)
-        return self._read_result(path, key, offset, lines[offset - 1 : last], total, sha)
+        return self._read_result(path, key, offset, lines, total, sha)
 
     def _read_result(self, path: str, key: str, first: int, shown_lines: list[str], total: int,
                      sha: str) -> Result:  # fmt: skip

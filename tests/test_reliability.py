@@ -29,7 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from backend.rules.lines import decode, split_lines, window_lines
 from backend.session import Session
 from backend.store import Reader, Writer
 
@@ -356,3 +359,42 @@ async def test_big_body_written_in_pieces_reads_back_the_same(session: Session, 
         assert await reader.search(session.id, "needle_word") == [0x1000]
     recalled = await session.run("recall", {"id": "1000", "offset": 2, "limit": 1})
     assert recalled.endswith("\n" + line.rstrip("\n").replace("\ud800", "\ufffd"))
+
+
+# A read decodes only its window (rules/lines.py window_lines)
+
+_PIECES = [
+    b"a",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\xc3\xa9",
+    b"\xe2\x82",
+    b"\xff",
+    b"\xf0\x9f\x98\x80",
+    b"xyz",
+]
+
+
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=60).map(b"".join),
+    st.integers(1, 30),
+    st.integers(1, 30),
+)
+def test_window_lines_is_split_then_sliced(data: bytes, first: int, limit: int) -> None:
+    lines = split_lines(decode(data))
+    window, total = window_lines(data, first, limit)
+    assert total == len(lines)
+    assert window == lines[first - 1 : first - 1 + limit]
+
+
+async def test_read_in_a_large_non_utf8_file(session: Session) -> None:
+    # 3 MB: the window search crosses many 64 KiB blocks; every line has an undecodable byte.
+    data = b"".join(b"row %d caf\xe9 \r\n" % n for n in range(200_000))
+    (session.workspace.root / "big.log").write_bytes(data)
+    shown = await session.run("read", {"path": "big.log", "offset": 150_001, "limit": 3})
+    head, *rows = shown.split("\n")
+    assert head.startswith("[#1000 big.log lines 150001-150003 of 200000 sha ")
+    assert rows == [f"{n + 1}: row {n} caf\ufffd " for n in range(150_000, 150_003)]
+    past = await session.run("read", {"path": "big.log", "offset": 200_001})
+    assert past == "[#1001] Offset 200001 is past the end of big.log, which has 200000 lines."
