@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from backend.config import Config
 from backend.rules.ids import format_id
 from backend.store.records import Event
 
@@ -70,7 +71,10 @@ class ResultScreen(Screen[None]):
             self.chain = await reader.path_events(self.session_id, self.event.path)
         known = {e.rid for e in [*self.pointing, *self.chain] if e.rid is not None}
         self.known_rids = known | {self.rid}
+        first = int(Config(row.overrides if row else {})["ids.first"])
+        last = row.next_rid if row else 0
         self.view = ResultView(body.stored, path=self.event.path, id="result-view",
+                               is_result=lambda r: first <= r < last,
                                read=self.event.tool == "read" and self.event.rkind != "binary")  # fmt: skip
         await self.mount(self.view, after=self.query_one("#result-header"))
         self.view.focus()

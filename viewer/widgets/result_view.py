@@ -4,6 +4,7 @@ visible lines are rendered), line numbers, search with n/N, syntax colour per vi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from rich.segment import Segment
 from rich.style import Style
@@ -12,6 +13,8 @@ from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from backend.rules.ids import ID_IN_TEXT
 
 from ..render.blocks import plain
 from ..render.highlight import highlight_lines, lexer_for
@@ -23,8 +26,11 @@ READ_LINE = re.compile(r"^(\d+): ")
 
 class ResultView(ScrollView, can_focus=True):
     def __init__(self, text: str, *, path: str | None = None, read: bool = False,
+                 is_result: Callable[[int], bool] | None = None,
                  **kwargs: object) -> None:  # fmt: skip
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        # Ids in the text that name a result of the session are links (a click opens them).
+        self.is_result = is_result or (lambda rid: False)
         lines = text.split("\n")
         if text.endswith("\n"):
             lines.pop()
@@ -89,10 +95,32 @@ class ResultView(ScrollView, can_focus=True):
             while pos >= 0:
                 text.stylize(style, pos, pos + len(self.needle))
                 pos = low.find(self.needle, pos + len(self.needle))
+        if "#" in self.lines[index]:
+            pal_link = pal.link
+            for m in ID_IN_TEXT.finditer(self.lines[index]):
+                rid = int(m.group(1), 16)
+                if self.is_result(rid):
+                    style = pal_link + Style(meta={"@click": f"screen.open_rid({rid})"})
+                    text.stylize(style, m.start(), m.end())
         text.end = ""
         body = Strip(list(text.render(self.app.console))).apply_style(base)
         body = body.crop_extend(scroll_x, scroll_x + width - self.number_width, base)
         return Strip.join([gutter, body]).crop_extend(0, width, base)
+
+    # Keys jump without animation: an animated scroll through 100,000 lines would draw (and
+    # colour) every window on the way.
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(0, self.max_scroll_y, animate=False, immediate=True)
+
+    def action_page_down(self) -> None:
+        self.scroll_to(y=self.scroll_offset.y + self.size.height, animate=False, immediate=True)
+
+    def action_page_up(self) -> None:
+        self.scroll_to(y=self.scroll_offset.y - self.size.height, animate=False, immediate=True)
 
     # Search inside
 
