@@ -3,13 +3,16 @@ result the viewer has to show."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from backend.demo import copy_project, run_demo
+from backend.commands.demo import HINT, _hint_then_play
+from backend.demo import copy_project, open_demo, run_demo
 from backend.store import Reader
+from viewer.app import CtxviewApp
 
 # The installed console script (`python -m backend.cli` would load the cli module twice).
 CTXVIEW = [str(Path(sys.executable).with_name("ctxview"))]
@@ -119,3 +122,28 @@ def test_bad_pace_and_theme_are_one_sentence(tmp_path: Path) -> None:
         assert done.returncode == 1
         assert words in done.stderr and done.stderr.count("\n") == 1
     assert not (tmp_path / "s.db").exists()
+
+
+async def test_demo_plays_inside_the_app_and_a_quit_ends_it(tmp_path: Path) -> None:
+    """What `ctxview demo` does: the story runs as a task in the app's own loop; quitting midway
+    leaves no session marked live."""
+    run = await open_demo(tmp_path / "store.db")
+    app = CtxviewApp(run.store, session=run.session_id)
+    async with app.run_test(size=(120, 30)) as pilot:
+        task = asyncio.create_task(_hint_then_play(app, run, 0.05))
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if any(n.message == HINT for n in app._notifications):
+                break
+        assert any(n.message == HINT for n in app._notifications)
+        assert getattr(app.screen, "session_id", None) == run.session_id
+        await pilot.pause(0.5)  # some steps, not all
+        assert not task.done()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    await run.close()
+    async with await Reader.open(run.store) as reader:
+        sessions = await reader.sessions()
+        main = next(s for s in sessions if s.id == run.session_id)
+        assert 0 < main.results < 21
+        assert not any(s.live for s in sessions)
