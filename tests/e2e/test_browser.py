@@ -62,6 +62,11 @@ def served(small_store: SmallStore) -> Iterator[tuple[str, SmallStore]]:
             proc.wait()
 
 
+def local_only(page: sync_api.Page) -> None:
+    """The served page asks Google for a web font; the test stays on this machine."""
+    page.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
+
+
 def frame_text(payload: str | bytes) -> str:
     """What the app drew, from a frame: textual-serve wraps the app's output in JSON."""
     text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
@@ -82,6 +87,7 @@ def test_served_transcript_in_chromium(served: tuple[str, SmallStore], tmp_path:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
+            local_only(page)
             page.on(
                 "websocket",
                 lambda ws: ws.on("framereceived", lambda f: frames.append(frame_text(f))),
@@ -118,6 +124,7 @@ def test_served_demo_in_chromium(tmp_path: Path) -> None:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
             try:
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
+                local_only(page)
                 page.on(
                     "websocket",
                     lambda ws: ws.on("framereceived", lambda f: frames.append(frame_text(f))),
