@@ -105,11 +105,10 @@ class _Script:
     async def say(self, text: str, thinking: str | None = None, *,
                   session: Session | None = None) -> None:  # fmt: skip
         await self.pause(1.2)
-        data: dict[str, Any] = {"usage": self._usage(text)}
-        if thinking:
-            data["thinking"] = thinking
+        data = {"thinking": thinking} if thinking else None
+        usage = self._usage(text)
         self.context_chars += len(text)
-        await (session or self.run.session).message("assistant", text, data=data)
+        await (session or self.run.session).message("assistant", text, data=data, usage=usage)
 
     async def tool(self, name: str, args: dict[str, Any], *,
                    session: Session | None = None) -> str:  # fmt: skip
