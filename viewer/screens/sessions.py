@@ -235,6 +235,8 @@ class SessionsScreen(Screen[None]):
                 table.move_cursor(row=new_keys.index(keep), animate=False)
         self._rows = rows
         self.set_class(not rows, "-empty")
+        live = sum(r.live for r in rows)
+        self.sub_title = f"{len(rows)} session{'s' * (len(rows) != 1)} · {live} live"
 
     @staticmethod
     def _cursor_key(table: DataTable[Text]) -> str | None:
