@@ -561,7 +561,7 @@ class Session:
         limit = min(_whole(args.get("limit", window), "limit"), window)
         target = parse_id(given)
         stored = (
-            await self.writer.stored_text(self.id, target)
+            await self.writer.stored_data(self.id, target)
             if target is not None and target < self._next_rid
             else None
         )
@@ -571,8 +571,11 @@ class Session:
             return Result(rid, "recall", brackets.with_sentence(brackets.plain(self.ref(rid)),
                           sentence), sentence, "error")  # fmt: skip
         assert target is not None
-        lines = split_lines(stored)
-        total = len(lines)
+        if isinstance(stored, bytes):  # a body written in pieces: decode only the window
+            lines, total = window_lines(stored, offset, limit)
+        else:
+            every = split_lines(stored)
+            lines, total = every[offset - 1 : offset - 1 + limit], len(every)
         if (total == 0 and offset > 1) or (total > 0 and offset > total):
             raise ToolError("error.recall_offset_past_end", offset=offset, ref=self.ref(target),
                             n=total)  # fmt: skip
@@ -582,7 +585,7 @@ class Session:
             return Result(rid, "recall", brackets.recall_empty(ref, tref), "", "recall",
                           points_to=target)  # fmt: skip
         last = min(total, offset + limit - 1)
-        body = "\n".join(lines[offset - 1 : last])
+        body = "\n".join(lines)
         return Result(rid, "recall", brackets.with_body(brackets.recall(ref, tref, offset, last,
                       total), body), body, "recall", points_to=target,
                       line_from=offset, line_to=last, line_total=total)  # fmt: skip

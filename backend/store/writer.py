@@ -94,6 +94,18 @@ def _write_big(conn: sqlite3.Connection, session: str, rid: int, shown: str, sto
             blob.write(stored[i : i + PIECE_CHARS].encode("utf-8"))
 
 
+def _stored_data(conn: sqlite3.Connection, session: str, rid: int) -> str | bytes | None:
+    row = conn.execute(
+        "SELECT rowid, typeof(stored) FROM bodies WHERE session = ? AND rid = ?", (session, rid)
+    ).fetchone()
+    if row is None:
+        return None
+    if row[1] == "blob":
+        with conn.blobopen("bodies", "stored", row[0], readonly=True) as blob:
+            return blob.read()
+    return conn.execute("SELECT stored FROM bodies WHERE rowid = ?", (row[0],)).fetchone()[0]
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -209,6 +221,12 @@ class Writer:
         await self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     # What the engine itself reads back: recall's stored text, and a session to resume.
+
+    async def stored_data(self, session_id: str, rid: int) -> str | bytes | None:
+        """A result's stored text as kept: a str, or for a body written in pieces its UTF-8
+        bytes (half the memory of the text it decodes to; recall decodes only a window)."""
+        await self.flush()
+        return await on_thread(self._conn, _stored_data, session_id, rid)
 
     async def stored_text(self, session_id: str, rid: int) -> str | None:
         await self.flush()
