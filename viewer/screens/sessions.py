@@ -11,7 +11,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
@@ -116,20 +116,27 @@ def _cells(row: RowView) -> list[Text]:
     title, workspace, started, results, state, saved, source = row.cells
     return [
         Text(title, style="dim" if row.depth else ""),
-        Text(workspace, style="dim"),
+        Text(workspace),
         Text(started),
         Text(results, justify="right"),
         Text(state, style="bold green" if row.live else "dim"),
         Text(saved, justify="right"),
-        Text(source, style="dim"),
+        Text(source),
+    ]
+
+
+class SessionTable(DataTable[Text]):
+    """The table, with Enter named in the footer (DataTable's own binding hides it)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Open", show=True),
     ]
 
 
 class SessionsScreen(Screen[None]):
     """A DataTable of sessions. Reads through `app.reader`; reloads on StoreChanged."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
-        Binding("enter", "open", "Open", show=True, priority=False),
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload", show=False),
     ]
 
@@ -152,7 +159,7 @@ class SessionsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("No sessions in this store yet.", id="sessions-empty", markup=False)
-        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True, id="sessions")
+        table = SessionTable(cursor_type="row", zebra_stripes=True, id="sessions")
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         yield table
@@ -252,11 +259,6 @@ class SessionsScreen(Screen[None]):
     def session_ids(self) -> list[str]:
         """The ids in the order shown (for tests and the palette)."""
         return [r.key for r in self._rows or []]
-
-    def action_open(self) -> None:
-        key = self._cursor_key(self.query_one(DataTable))
-        if key:
-            self.post_message(OpenSession(key))
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
