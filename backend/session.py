@@ -377,7 +377,8 @@ class Session:
             out.append(Event(ts=out[-1].ts, kind="compact_due", data=json.dumps({
                 "request": len(state.requests), "tokens": state.tokens(),
                 "above_tokens": state.above_tokens})))  # fmt: skip
-        await self.writer.append(self.id, out, bodies or [])
+        await self.writer.append(self.id, out, bodies or [],
+                                 fts_max_chars=self.config["fts.max_chars"])  # fmt: skip
 
     def _stride_event(self, ts: float) -> Event | None:
         """Move the elision window for the next request; the `elide` event when it elided."""

@@ -262,3 +262,44 @@ def test_cli_on_a_damaged_store(tmp_path: Path) -> None:
             assert line.startswith("ctxview: ")
             one_sentence(line.removeprefix("ctxview: "))
     assert failed, "the damage must be seen"
+
+
+async def test_search_indexes_the_sessions_fts_max_chars(tmp_path: Path) -> None:
+    """Only the first `fts.max_chars` of a body are indexed, per session (the writer feeds the
+    index since schema 2)."""
+    store = tmp_path / "store.db"
+    async with await Writer.open(store) as writer:
+        short = await Session.start(writer, tmp_path, config={"fts.max_chars": 12})
+        await short.insert("bash", {}, "alpha beta gamma delta")
+        full = await Session.start(writer, tmp_path)
+        await full.insert("bash", {}, "alpha beta gamma delta")
+        async with writer.batch():  # queued steps keep their own session's limit
+            await short.insert("bash", {}, "alpha beta gamma delta")
+    async with await Reader.open(store) as reader:
+        assert await reader.search(short.id, "beta") == [0x1000, 0x1001]
+        assert await reader.search(short.id, "delta") == []
+        assert await reader.search(full.id, "delta") == [0x1000]
+
+
+def test_cli_output_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """`ctxview show … | head -1`: no BrokenPipeError traceback when the reader leaves."""
+    store = tmp_path / "store.db"
+
+    async def fill() -> None:
+        async with await Writer.open(store) as writer:
+            session = await Session.start(writer, tmp_path)
+            await session.insert("bash", {}, "".join(f"line {i}\n" for i in range(200_000)))
+
+    asyncio.run(fill())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backend.cli", "--store", str(store), "show", "1000", "--stored"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == b"line 0\n"
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=30)
+    assert "Traceback" not in err and err == ""

@@ -123,3 +123,4 @@ class Pending:
 
     events: list[Event] = field(default_factory=list)
     bodies: list[Body] = field(default_factory=list)
+    fts_max_chars: int | None = None  # the session's `fts.max_chars`; None: the writer's

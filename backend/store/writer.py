@@ -52,6 +52,8 @@ def _write_once(
     fix = _clean if clean else _same
     events = [tuple(map(fix, (session, *e.values()))) for p in pending for e in p.events]
     bodies = [(session, b.rid, fix(b.shown), fix(b.stored)) for p in pending for b in p.bodies]
+    limits = [p.fts_max_chars if p.fts_max_chars is not None else fts_max_chars
+              for p in pending for _ in p.bodies]  # fmt: skip
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany(_EVENT_SQL, events)
@@ -61,7 +63,8 @@ def _write_once(
                 _write_big(conn, session_, rid, shown, stored)
         # Only the first fts.max_chars of a body are indexed; the slice is the only copy made.
         conn.executemany(
-            _FTS_SQL, [(s, rid, stored[:fts_max_chars]) for s, rid, _, stored in bodies]
+            _FTS_SQL,
+            [(s, rid, stored[:n]) for (s, rid, _, stored), n in zip(bodies, limits, strict=True)],
         )
         conn.execute("COMMIT")
     except BaseException:
@@ -182,10 +185,16 @@ class Writer:
         )
 
     async def append(
-        self, session_id: str, events: Sequence[Event], bodies: Sequence[Body] = ()
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        bodies: Sequence[Body] = (),
+        *,
+        fts_max_chars: int | None = None,
     ) -> None:
-        """Commit one step's events and bodies together, or queue them inside `batch()`."""
-        pending = Pending(list(events), list(bodies))
+        """Commit one step's events and bodies together, or queue them inside `batch()`.
+        `fts_max_chars`: how much of each body the search index takes (the session's config)."""
+        pending = Pending(list(events), list(bodies), fts_max_chars)
         if self._batch is not None:
             self._batch.setdefault(session_id, []).append(pending)
             self._batch_size += len(pending.events)
