@@ -26,12 +26,12 @@ class TranscriptScreen(Screen[None]):
         Binding("g", "jump_prompt", "Jump to id"),
         Binding("number_sign", "jump_prompt", "Jump", show=False),
         Binding("slash", "search_prompt", "Search"),
-        Binding("n", "next_hit(1)", "Next hit", show=False),
+        Binding("n", "next_hit(1)", "Next hit"),
         Binding("N", "next_hit(-1)", "Previous hit", show=False),
         Binding("m", "toggle_mode", "Model/stored"),
-        Binding("left_square_bracket", "boundary(-1)", "[ Boundary", show=False),
-        Binding("right_square_bracket", "boundary(1)", "] Boundary", show=False),
-        Binding("alt+left", "history(-1)", "Back", show=False),
+        Binding("left_square_bracket", "boundary(-1)", "Previous boundary", show=False),
+        Binding("right_square_bracket", "boundary(1)", "Next boundary"),
+        Binding("alt+left", "history(-1)", "Back"),
         Binding("alt+right", "history(1)", "Forward", show=False),
         Binding("escape", "back", "Back", show=False),
         Binding(
@@ -88,13 +88,25 @@ class TranscriptScreen(Screen[None]):
             self._try_jump()
         self.update_status()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer shows the keys that apply: boundaries, hits and history when there are."""
+        view = getattr(self, "view", None)
+        if action == "boundary" and parameters == (1,):
+            return bool(view and view.outline.boundaries)
+        if action == "next_hit" and parameters == (1,):
+            return bool(self.hits)
+        if action == "history" and parameters == (-1,):
+            return bool(self.jump_back)
+        return True
+
     # Store changes
 
     @on(StoreChanged)
-    async def _store_changed(self, event: StoreChanged) -> None:
+    def _store_changed(self, event: StoreChanged) -> None:
         view = getattr(self, "view", None)
-        if view is not None and view.heights is not None:
-            await view.fetch_new()
+        if view is not None:
+            # A worker, not an await here: the screen's queue (its frames too) stays free.
+            self.run_worker(view.fetch_new(), group="fetch")
 
     @on(TranscriptView.Follow)
     def _follow(self, event: TranscriptView.Follow) -> None:
@@ -123,6 +135,7 @@ class TranscriptScreen(Screen[None]):
         view = getattr(self, "view", None)
         if view is None:
             return
+        self.refresh_bindings()
         parts = [f"{len(view.outline.by_rid):,} results"]
         if not view.fully_loaded:
             parts.append("loading earlier rows…")
@@ -157,6 +170,7 @@ class TranscriptScreen(Screen[None]):
             self.jump_back.append(self.view.cursor_block)
             self.jump_forward.clear()
         self.view.move_to(block, top=True)
+        self.refresh_bindings()
         return True
 
     def _try_jump(self) -> None:
