@@ -338,3 +338,24 @@ async def test_view_command_refuses_an_unknown_id(filled: Filled) -> None:
     )  # fmt: skip
     assert done.returncode == 1
     assert "There is no result #beef" in done.stderr
+
+
+async def test_huge_stored_text_is_folded_and_capped_when_opened(filled: Filled) -> None:
+    writer = await Writer.open(filled.store)
+    s = await Session.resume(writer, filled.session_id)
+    await s.insert("bash", {"command": "yes"}, "\n".join(f"y {i}" for i in range(300_000)))
+    await s.insert("bash", {"command": "one long line"}, "x" * 3_000_000)
+    big, wide = s.last.rid - 1, s.last.rid  # type: ignore[union-attr]
+    await writer.close()
+    async with app_for(filled).run_test(size=SIZE) as pilot:
+        view = await ready(pilot)
+        await pilot.press("m")
+        block = block_by_rid(view, big)
+        view.move_to(block)
+        await wait_for(pilot, lambda: "+299,992 lines" in view.block_text(block))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "298,000 more lines: open" in view.block_text(block))
+        assert view.heights.get(block.index) < 2100
+        line = block_by_rid(view, wide)
+        view.move_to(line)
+        await wait_for(pilot, lambda: "+2,996,000 characters" in view.block_text(line))

@@ -24,6 +24,8 @@ FOLD_RESULT = 8  # body lines a folded result shows
 FOLD_MESSAGE = 20
 FOLD_SUMMARY = 3
 MIDDLE_MAX = 2000  # lines of an opened elision shown in place
+OPEN_MAX = 2000  # lines of an opened block; the result view shows all of them
+MAX_LINE = 4000  # characters of one line in the transcript
 ELISION = re.compile(r"^\[(\d+) lines elided, full output (#[0-9a-f]+)\]$")
 READ_LINE = re.compile(r"^(\d+): ")
 
@@ -71,18 +73,21 @@ def estimate(block: Block, stored_mode: bool) -> int:
     """A block's height before its text is loaded (exact when no line wraps)."""
     if block.kind == "message":
         n = block.text_lines
-        body = n if block.open or n <= FOLD_MESSAGE + 1 else FOLD_MESSAGE + 1
-        return 1 + body + 1
+        return 1 + _folded_height(n, block.open, FOLD_MESSAGE) + 1
     if block.kind == "tool":
         if block.rseq is None:
             return 3
         lines = (block.stored_lines + 1) if stored_mode else block.shown_lines
-        body = max(lines - 1, 0)
-        shown = body if block.open or body <= FOLD_RESULT + 1 else FOLD_RESULT + 1
-        return 2 + shown + 1
+        return 2 + _folded_height(max(lines - 1, 0), block.open, FOLD_RESULT) + 1
     if block.kind == "boundary":
-        return 2 + min(block.text_lines, FOLD_SUMMARY + 1) + 1
+        return 2 + _folded_height(block.text_lines, block.open, FOLD_SUMMARY) + 1
     return 2
+
+
+def _folded_height(lines: int, opened: bool, limit: int) -> int:
+    if opened:
+        return lines if lines <= OPEN_MAX else OPEN_MAX + 1
+    return lines if lines <= limit + 1 else limit + 1
 
 
 def needs(block: Block, stored_mode: bool) -> tuple[bool, bool]:
@@ -137,12 +142,49 @@ def _note(ev: Event, ctx: RenderContext) -> Text | None:
     return None
 
 
-def _fold(lines: list[Text], block: Block, limit: int, ctx: RenderContext) -> list[Text]:
-    if block.open or len(lines) <= limit + 1:
+def _split(text: str, keep: int) -> tuple[list[str], int]:
+    """The first `keep` lines of `text` (each clipped to MAX_LINE characters) and how many lines
+    it has, without splitting a 200 MB text into millions of strings."""
+    parts = text.split("\n", keep)
+    if len(parts) > keep:
+        rest = parts.pop()
+        total = len(parts) + rest.count("\n") + (0 if rest.endswith("\n") else 1)
+    else:
+        if text.endswith("\n"):
+            parts.pop()
+        total = len(parts)
+    return [_clip(line) for line in parts], total
+
+
+def _clip(line: str) -> str:
+    if len(line) <= MAX_LINE:
+        return line
+    return f"{line[:MAX_LINE]} … +{len(line) - MAX_LINE:,} characters"
+
+
+def _limit(block: Block, limit: int) -> int:
+    """How many lines of a body to take: the fold and one more, or all up to OPEN_MAX."""
+    return OPEN_MAX + 1 if block.open else limit + 2
+
+
+def _fold(
+    lines: list[Text], total: int, block: Block, limit: int, ctx: RenderContext
+) -> list[Text]:
+    """Folded: `limit` lines and "+N lines"; opened: up to OPEN_MAX lines and a link to all."""
+    p = ctx.palette
+    if block.open:
+        if total <= OPEN_MAX:
+            return lines
+        more = styled(f"  … {total - OPEN_MAX:,} more lines", p.fold)
+        if block.rid is not None:
+            more.append(": open ", p.dim)
+            more.append(format_id(block.rid, ctx.digits), link_style(block.rid, p.link))
+            more.append(" for all of them", p.dim)
+        return [*lines[:OPEN_MAX], more]
+    if total <= limit + 1:
         return lines
-    more = len(lines) - limit
-    fold = styled(f"  +{more} lines", ctx.palette.fold + FOLD_META)
-    fold.append("  (enter opens)", ctx.palette.dim + FOLD_META)
+    fold = styled(f"  +{total - limit:,} lines", p.fold + FOLD_META)
+    fold.append("  (enter opens)", p.dim + FOLD_META)
     return [*lines[:limit], fold]
 
 
@@ -165,8 +207,9 @@ def _message(block: Block, data: BlockData, ctx: RenderContext) -> list[Text]:
     if isinstance(extra, dict) and extra.get("thinking"):
         head.append("   ✻ thought first", p.dim)
     text = ev.text if ev and ev.text is not None else ""
-    lines = [linkify(plain(line), ctx.epoch_of, block.epoch, p) for line in text.split("\n")]
-    return [head, *_fold(lines, block, FOLD_MESSAGE, ctx), Text(end="")]
+    raw, total = _split(text, _limit(block, FOLD_MESSAGE))
+    lines = [linkify(plain(line), ctx.epoch_of, block.epoch, p) for line in raw]
+    return [head, *_fold(lines, total, block, FOLD_MESSAGE, ctx), Text(end="")]
 
 
 # Calls and results
@@ -259,36 +302,31 @@ def _tool(block: Block, data: BlockData, ctx: RenderContext) -> list[Text]:
         text = data.stored
     if not text:
         return [*out, Text(end="")]
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    styled = _body(block, data, lines, ctx)
-    return [*out, *_fold(styled, block, FOLD_RESULT, ctx), Text(end="")]
+    lines, total = _split(text, _limit(block, FOLD_RESULT))
+    body = _body(block, data, lines, ctx)
+    return [*out, *_fold(body, total, block, FOLD_RESULT, ctx), Text(end="")]
 
 
 def _body(block: Block, data: BlockData, lines: list[str], ctx: RenderContext) -> list[Text]:
     p = ctx.palette
     res = data.result
     path = res.path if res else None
-    visible = lines if block.open else lines[: FOLD_RESULT + 2]
-    rest = lines[len(visible) :]
+    visible = lines
     if block.rkind in EDIT_KINDS:
-        styled = diff_lines(visible, path, p)
+        coloured = diff_lines(visible, path, p)
     elif block.tool == "read" and block.rkind in ("full", "unchanged"):
-        styled = _read_lines(visible, path, p)
+        coloured = _read_lines(visible, path, p)
     elif block.rkind == "error":
-        styled = [plain(line, p.error) for line in visible]
+        coloured = [plain(line, p.error) for line in visible]
     else:
-        styled = [plain(line) for line in visible]
+        coloured = [plain(line) for line in visible]
     out: list[Text] = []
-    for i, text in enumerate(styled):
+    for i, text in enumerate(coloured):
         match = ELISION.match(lines[i]) if i < len(lines) else None
         if match and not ctx.stored_mode:
             out.extend(_elision(block, data, i, int(match.group(1)), ctx, lines[i]))
             continue
         out.append(linkify(text, ctx.epoch_of, block.epoch, p))
-    # Lines past the fold only count; they are never styled while folded.
-    out.extend(Text(end="") for _ in rest)
     return out
 
 
@@ -344,9 +382,9 @@ def _boundary(block: Block, data: BlockData, ctx: RenderContext, width: int) -> 
     out = [row]
     ev = data.first
     summary = (ev.text or "") if ev else ""
-    lines = [linkify(plain(line, p.boundary_text), ctx.epoch_of, block.epoch, p)
-             for line in summary.split("\n")]  # fmt: skip
-    out.extend(_fold(lines, block, FOLD_SUMMARY, ctx))
+    raw, total = _split(summary, _limit(block, FOLD_SUMMARY))
+    lines = [linkify(plain(line, p.boundary_text), ctx.epoch_of, block.epoch, p) for line in raw]
+    out.extend(_fold(lines, total, block, FOLD_SUMMARY, ctx))
     rows = (ev.extra.get("rows") if ev else None) or []
     if rows:
         out.append(Text("Files read before this summary:", p.dim + Style(bold=True), end=""))
