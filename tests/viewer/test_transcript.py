@@ -274,6 +274,17 @@ async def test_scrolled_up_counts_new_rows_and_end_returns(filled: Filled) -> No
         await pilot.press("end")
         assert view.following and view.new_rows == 0 and not note.has_class("-shown")
         assert view.cursor == len(view.blocks) - 1
+        # Scrolled up again, a click on the note goes back to the tail too.
+        await pilot.press("home")
+        writer = await Writer.open(filled.store)
+        try:
+            s = await Session.resume(writer, filled.session_id)
+            await s.insert("bash", {"command": "echo 3"}, "three")
+            await wait_for(pilot, lambda: note.has_class("-shown"))
+        finally:
+            await writer.close()
+        await pilot.click("#new-rows")
+        await wait_for(pilot, lambda: view.following and not note.has_class("-shown"))
 
 
 async def test_a_running_call_gets_its_result(filled: Filled) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -117,6 +117,10 @@ class TranscriptScreen(Screen[None]):
         elif note.has_class("-shown"):
             note.remove_class("-shown")
         self.update_status_soon()
+
+    @on(events.Click, "#new-rows")
+    def _new_rows_clicked(self) -> None:
+        self.view.action_tail()
 
     @on(TranscriptView.Loaded)
     def _loaded(self) -> None:
