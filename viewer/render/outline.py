@@ -93,18 +93,21 @@ class Outline:
         self.last_seq = 0
         self._open_calls: dict[str, Block] = {}  # call_ref -> a call still waiting for its result
         self._epoch = 0
+        self.joined: list[Block] = []  # calls of earlier rows that got their result
 
     def __len__(self) -> int:
         return len(self.blocks)
 
     def rows_to_blocks(
         self,
-        rows: list[tuple],
+        rows: list[tuple],  # type: ignore[type-arg]
         epoch: int,
-        open_calls: dict[str, Block],  # type: ignore[type-arg]
-    ) -> tuple[list[Block], int]:
-        """Blocks for consecutive rows starting in `epoch`; a result joins its call."""
+        open_calls: dict[str, Block],
+    ) -> tuple[list[Block], int, list[Block]]:
+        """Blocks for consecutive rows starting in `epoch` (and the boundaries among them); a
+        result joins its call."""
         out: list[Block] = []
+        boundaries: list[Block] = []
         for row in rows:
             kind = row[KIND]
             if kind == "result":
@@ -112,6 +115,8 @@ class Outline:
                 call = open_calls.pop(ref, None) if ref else None
                 if call is not None:
                     _result_into(call, row)
+                    if call.seq < rows[0][SEQ]:
+                        self.joined.append(call)  # a block shown before: it must be redrawn
                     if row[RID] is not None:
                         self.by_rid[row[RID]] = call
                     continue
@@ -126,7 +131,7 @@ class Outline:
                               epoch=epoch)  # fmt: skip
             elif kind == "compaction":
                 block = Block("boundary", row[SEQ], text_lines=row[TEXT_LINES] or 1, epoch=epoch)
-                self.boundaries_pending.append(block)
+                boundaries.append(block)
                 epoch += 1
             elif kind == "end":
                 block = Block("end", row[SEQ], epoch=epoch)
@@ -135,24 +140,21 @@ class Outline:
             if block.rid is not None:
                 self.by_rid[block.rid] = block
             out.append(block)
-        return out, epoch
-
-    boundaries_pending: list[Block]
+        return out, epoch, boundaries
 
     def append(self, rows: list[tuple]) -> tuple[list[Block], list[Block]]:  # type: ignore[type-arg]
         """Add rows past the last one; returns (new blocks, existing blocks that changed: a
         call that got its result)."""
         if not rows:
             return [], []
-        self.boundaries_pending = []
-        waiting = dict(self._open_calls)
-        new, self._epoch = self.rows_to_blocks(rows, self._epoch, self._open_calls)
-        changed = [b for ref, b in waiting.items() if ref not in self._open_calls]
+        self.joined = []
+        new, self._epoch, bounds = self.rows_to_blocks(rows, self._epoch, self._open_calls)
+        changed = self.joined
         start = len(self.blocks)
         for i, block in enumerate(new):
             block.index = start + i
         self.blocks.extend(new)
-        self.boundaries.extend(self.boundaries_pending)
+        self.boundaries.extend(bounds)
         if self.first_seq is None:
             self.first_seq = rows[0][SEQ]
         self.last_seq = rows[-1][SEQ]
@@ -162,9 +164,8 @@ class Outline:
         """Add older rows (that end just before the first loaded one), starting in `epoch`."""
         if not rows:
             return []
-        self.boundaries_pending = []
         open_calls: dict[str, Block] = {}
-        new, _ = self.rows_to_blocks(rows, epoch, open_calls)
+        new, _, bounds = self.rows_to_blocks(rows, epoch, open_calls)
         # A call at the end of the older rows whose result opens the newer ones.
         while self.blocks and open_calls:
             head = self.blocks[0]
@@ -188,7 +189,7 @@ class Outline:
         self.blocks[:0] = new
         for i, block in enumerate(self.blocks):
             block.index = i
-        self.boundaries[:0] = self.boundaries_pending
+        self.boundaries[:0] = bounds
         self.first_seq = rows[0][SEQ]
         return new
 

@@ -108,7 +108,6 @@ class TranscriptView(ScrollView, can_focus=True):
         self._pending_heights: dict[int, int] = {}  # block serial -> measured height
         self._heights_scheduled = False
         self._palette: Palette | None = None
-        self._width = 0
 
     # The data
 
