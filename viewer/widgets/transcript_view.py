@@ -105,7 +105,8 @@ class TranscriptView(ScrollView, can_focus=True):
         self._loading = False
         self._fetching = False
         self._dirty = False
-        self._pending_heights: dict[int, int] = {}  # block serial -> measured height
+        # block serial -> (block, measured height), applied after the render that measured it
+        self._pending_heights: dict[int, tuple[Block, int]] = {}
         self._heights_scheduled = False
         self._palette: Palette | None = None
 
@@ -328,6 +329,7 @@ class TranscriptView(ScrollView, can_focus=True):
         key = (block.serial, block.version, width, self.stored_mode, pal.name)
         cached = self._strips.get(key)
         if cached is not None:
+            self._check_height(block, len(cached))
             return cached
         data = self._data(block)
         if data is None:
@@ -350,12 +352,16 @@ class TranscriptView(ScrollView, can_focus=True):
                     Strip(segments).apply_style(base).extend_cell_length(width, base).crop(0, width)
                 )
         self._strips[key] = strips
-        if len(strips) != self.heights.get(block.index):
-            self._pending_heights[block.serial] = len(strips)
+        self._check_height(block, len(strips))
+        return strips
+
+    def _check_height(self, block: Block, height: int) -> None:
+        """A block measured at another height than laid out: fix it after this render."""
+        if height != self.heights.get(block.index):
+            self._pending_heights[block.serial] = (block, height)
             if not self._heights_scheduled:
                 self._heights_scheduled = True
                 self.call_later(self._commit_heights)
-        return strips
 
     def _commit_heights(self) -> None:
         """Give blocks their measured heights (outside of a render); keep the view anchored."""
@@ -365,9 +371,11 @@ class TranscriptView(ScrollView, can_focus=True):
             return
         top = self.scroll_offset.y
         shift = 0
-        for block in self.blocks_by_serial(pending):
+        for block, height in pending.values():
+            if block.index >= len(self.blocks) or self.blocks[block.index] is not block:
+                continue  # merged away by a prepend
             start = self.heights.offset(block.index)
-            delta = self.heights.set(block.index, pending[block.serial])
+            delta = self.heights.set(block.index, height)
             if start < top:
                 shift += delta
         self._update_virtual_size()
@@ -376,22 +384,6 @@ class TranscriptView(ScrollView, can_focus=True):
         elif shift:
             self.scroll_to(y=top + shift, animate=False, immediate=True, force=True)
         self.refresh()
-
-    def blocks_by_serial(self, serials: dict[int, int]) -> list[Block]:
-        """The blocks on screen with these serials (a few; found near the viewport)."""
-        found: list[Block] = []
-        if not self.blocks:
-            return found
-        lo = self.heights.find(self.scroll_offset.y)
-        hi = self.heights.find(self.scroll_offset.y + self.size.height)
-        span = range(max(lo - 50, 0), min(hi + 50, len(self.blocks)))
-        for i in span:
-            if self.blocks[i].serial in serials:
-                found.append(self.blocks[i])
-        cur = self.cursor_block
-        if cur is not None and cur.serial in serials and cur not in found:
-            found.append(cur)
-        return found
 
     def render_lines(self, crop: Any) -> list[Strip]:
         # The widget's style walks the DOM: look it up once per render, not once per line.
