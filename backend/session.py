@@ -197,8 +197,8 @@ class Session:
             result = await self._dispatch(tool, args)
         except ToolError as err:
             result = self._error(tool, err)
-        except OSError as err:  # decision 10: a tool's failure is a result, never raised
-            detail = err.strerror or str(err)
+        except (OSError, ValueError) as err:  # decision 10: a tool's failure is a result
+            detail = (err.strerror if isinstance(err, OSError) else None) or str(err)
             result = self._error(tool, ToolError("error.failed", detail=detail.rstrip(".")))
         await self._store(result, ref, None, time.time(), call=None if early else call)
         return result.shown
@@ -255,15 +255,17 @@ class Session:
         files: list[tuple[str, str, str | None, str | None]],
         *,
         call_ref: str | None = None,
+        note: str | None = None,
         seen: int | None = None,
         ts: float | None = None,
     ) -> str:
         """Insert an edit the harness made: per file (path, key, old text or None for a new
-        file, new text or None for a deletion), answered with the diff as `run` would."""
+        file, new text or None for a deletion), answered with the diff as `run` would; a note
+        the tool added (a warning, say) follows the diff (§5)."""
         ref = call_ref or self._call_ref()
         ts = ts if ts is not None else time.time()
         changes = [_Change(path, key, old, new) for path, key, old, new in files]
-        result = self._edit_result(tool, changes, notes=[])
+        result = self._edit_result(tool, changes, notes=[note] if note else [])
         await self._store(result, ref, seen, ts, call=self._call_event(ts, tool, args, ref))
         return result.shown
 
@@ -568,7 +570,7 @@ class Session:
         )
         if stored is None:
             rid = self._take_id()
-            sentence = self.config.text("text.no_result", ref="#" + given.lstrip("#"))
+            sentence = self.config.text("text.no_result", ref="#" + given.lstrip("#").lower())
             return Result(rid, "recall", brackets.with_sentence(brackets.plain(self.ref(rid)),
                           sentence), sentence, "error")  # fmt: skip
         assert target is not None
@@ -618,6 +620,10 @@ class Session:
                 else:
                     new = edit_tool.apply_edits(old, args.get("edits"), path)
                 changes = [_Change(path, key, old, new, real, old_bytes)]
+        for ch in changes:
+            if ch.new is not None and not _encodable(ch.new):
+                raise ToolError("error.bad_args", detail="the new text is not valid Unicode "
+                                "(it holds a lone surrogate)")  # fmt: skip
         notes = self._outside_notes(changes)
         _commit_changes(changes)  # all checks passed: now the workspace changes
         return self._edit_result(tool, changes, notes)
@@ -781,6 +787,14 @@ def _is_utf8(data: bytes) -> bool:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
         return False
     return True
 

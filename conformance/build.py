@@ -1058,6 +1058,16 @@ case("apply_patch_move_of_one_file", S5, [
          "@@ -1,3 +1,3 @@\n-a\n+A\n b\n c"),
     read("a.txt", "[#1001] There is no file a.txt in the workspace."),
 ], files={"a.txt": ABC})  # fmt: skip
+case("read_path_with_a_nul_is_bad_arguments", "decision 10", [
+    read("a\0b", "[#1000] The call's arguments are wrong: path must not hold a NUL character."),
+])  # fmt: skip
+case("grep_does_not_read_links_leading_outside", "decision 11", [
+    call("bash", {"command": "ln -s /etc/passwd pw; echo root > mine.txt"}, "[#1000]"),
+    call("grep", {"pattern": "root"}, "[#1001]\nmine.txt:1: root"),
+])  # fmt: skip
+case("recall_unknown_id_in_capitals_names_it_in_lowercase", S4, [
+    call("recall", {"id": "#FFFF"}, "[#1000] No stored result #ffff in this session."),
+])  # fmt: skip
 case("config_sentences_are_templates", "decision 12", [
     out("t", "x"),
     call("recall", {"id": "#ffff"}, "[#1001] Nothing stored as #ffff."),

@@ -79,6 +79,10 @@ def grep(
         if include and not fnmatch.fnmatch(file.name, include):
             continue
         try:
+            ws.resolve(str(file))  # a link leading out of the workspace is not read (decision 11)
+        except ToolError:
+            continue
+        try:
             if file.stat().st_size > MAX_GREP_FILE:
                 continue
             data = file.read_bytes()

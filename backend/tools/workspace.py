@@ -16,6 +16,8 @@ class Workspace:
         """The real path of `path` in the workspace, or a ToolError when it leads outside."""
         if not isinstance(path, str) or not path:
             raise ToolError("error.bad_args", detail="path must be a non-empty string")
+        if "\0" in path:
+            raise ToolError("error.bad_args", detail="path must not hold a NUL character")
         candidate = Path(path) if os.path.isabs(path) else self.root / path
         real = Path(os.path.realpath(candidate))
         if real != self.root and self.root not in real.parents:
