@@ -220,6 +220,8 @@ class Session:
         ref = call_ref or self._call_ref()
         ts = ts if ts is not None else time.time()
         if tool in self.config["dedupe.by_result"]:
+            if note:  # the note is part of what is compared: a new warning shows in full
+                output = f"{output}\n{note}" if output else note
             result = self._by_result(tool, args, output)
         else:
             result = self._generic(tool, output, note=note)

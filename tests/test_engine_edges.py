@@ -60,3 +60,18 @@ async def test_resumed_session_keeps_ids_stubs_and_its_own_edits(tmp_path: Path)
         assert edit.endswith("Note: a.txt changed outside this session since #1005.")
     finally:
         await writer.close()
+
+
+async def test_a_note_on_a_search_is_kept_and_compared(tmp_path: Path) -> None:
+    writer = await Writer.open(tmp_path / "s.db")
+    try:
+        s = await Session.start(writer, tmp_path)
+        assert await s.insert("grep", {"p": 1}, "hit", note="Note: 1 file skipped.") == (
+            "[#1000]\nhit\nNote: 1 file skipped."
+        )
+        assert await s.insert("grep", {"p": 1}, "hit", note="Note: 1 file skipped.") == (
+            "[#1001] Same result as #1000."
+        )
+        assert await s.insert("grep", {"p": 1}, "hit") == "[#1002]\nhit"
+    finally:
+        await writer.close()
