@@ -7,7 +7,7 @@ import asyncio
 
 from ..cli import CliError
 from ..rules.ids import format_id, parse_id
-from ..store import Reader, StoreError
+from ..store import Reader
 from .common import store_path
 
 
@@ -42,19 +42,11 @@ async def _check(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     session_id = asyncio.run(_check(args))
     if args.theme:
-        try:
-            import themes
-        except ImportError:
-            themes = None  # type: ignore[assignment]
-        if themes is not None and args.theme not in themes.THEMES:
-            from textual.app import App
+        import themes
 
-            if args.theme not in App().available_themes:
-                raise CliError(themes.unknown_theme_message(args.theme))
+        if args.theme not in themes.THEMES and args.theme not in themes.textual_theme_names():
+            raise CliError(themes.unknown_theme_message(args.theme))
     from viewer.app import CtxviewApp
 
-    try:
-        CtxviewApp(store_path(args), session=session_id, jump=args.jump, theme=args.theme).run()
-    except StoreError:
-        raise
+    CtxviewApp(store_path(args), session=session_id, jump=args.jump, theme=args.theme).run()
     return 0
