@@ -247,8 +247,8 @@ class Writer:
 
     async def session_info(self, session_id: str) -> dict[str, Any] | None:
         """A session's own fields (no events), or None when there is no such session: an
-        importer asks whether a source was imported before and where it stopped."""
-        await self.flush()
+        importer asks whether a source was imported before and where it stopped. No flush:
+        session rows are never queued, and the connection's thread keeps statements in order."""
         rows = await self._conn.execute_fetchall(
             "SELECT title, workspace, source, source_path, source_ref, parent_session, "
             "parent_call, started, ended, data FROM sessions WHERE id = ?",
