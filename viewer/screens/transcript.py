@@ -60,6 +60,7 @@ class TranscriptScreen(Screen[None]):
         self.digits = 4
         self._status_timer_set = False
         self._status_text = ""
+        self._binding_state: tuple[bool, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(id="transcript-title", classes="title-line")
@@ -98,6 +99,14 @@ class TranscriptScreen(Screen[None]):
         if action == "history" and parameters == (-1,):
             return bool(self.jump_back)
         return True
+
+    def bindings_changed(self) -> None:
+        """Redraw the footer only when what applies changed: a redraw restyles every key."""
+        view = getattr(self, "view", None)
+        state = (bool(view and view.outline.boundaries), bool(self.hits), bool(self.jump_back))
+        if state != self._binding_state:
+            self._binding_state = state
+            self.refresh_bindings()
 
     # Store changes
 
@@ -139,7 +148,7 @@ class TranscriptScreen(Screen[None]):
         view = getattr(self, "view", None)
         if view is None:
             return
-        self.refresh_bindings()
+        self.bindings_changed()
         parts = [f"{len(view.outline.by_rid):,} results"]
         if not view.fully_loaded:
             parts.append("loading earlier rows…")
@@ -174,7 +183,7 @@ class TranscriptScreen(Screen[None]):
             self.jump_back.append(self.view.cursor_block)
             self.jump_forward.clear()
         self.view.move_to(block, top=True)
-        self.refresh_bindings()
+        self.bindings_changed()
         return True
 
     def _try_jump(self) -> None:

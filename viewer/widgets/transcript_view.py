@@ -347,10 +347,14 @@ class TranscriptView(ScrollView, can_focus=True):
                 text.style = ""
             for line in text.wrap(console, width, overflow="fold", no_wrap=False):
                 line.end = ""
-                segments = list(line.render(console))
-                strips.append(
-                    Strip(segments).apply_style(base).extend_cell_length(width, base).crop(0, width)
-                )
+                # One Strip per line (each Strip carries caches: make as few as possible).
+                segments = list(Segment.apply_style(line.render(console), base))
+                used = line.cell_len
+                if used < width:
+                    segments.append(Segment(" " * (width - used), base))
+                    strips.append(Strip(segments, width))
+                else:
+                    strips.append(Strip(segments).crop(0, width))
         self._strips[key] = strips
         self._check_height(block, len(strips))
         return strips
@@ -417,8 +421,10 @@ class TranscriptView(ScrollView, can_focus=True):
             strip = strips[row]
         else:
             strip = Strip.blank(body_width, base)
-        gutter = Strip([Segment("▌ ", base + pal.cursor)]) if cursor else Strip.blank(GUTTER, base)
-        out = Strip.join([gutter, strip]).crop_extend(0, width, base)
+        gutter = Segment("▌ ", base + pal.cursor) if cursor else Segment(" " * GUTTER, base)
+        out = Strip([gutter, *strip], GUTTER + strip.cell_length)
+        if out.cell_length != width:
+            out = out.crop_extend(0, width, base)
         if strips is not None:
             self._lines[key] = out
         return out
