@@ -137,14 +137,15 @@ class CtxviewApp(App[None]):
                     self.pop_screen()
                 screen.jump_to(message.rid)
                 return
-        await self.push_screen(TranscriptScreen(message.session_id, jump=str(message.rid)))
+        await self.push_screen(TranscriptScreen(message.session_id, jump=message.rid))
 
     def action_keys(self) -> None:
         try:
             from .screens.help import HelpScreen
         except ImportError:
             self.notify(
-                "The keys: g jump, enter open, [ ] boundaries, / search, m model/stored, q quit"
+                "The keys: g jump, enter open, [ ] boundaries, / search, m model/stored, q quit",
+                markup=False,
             )
             return
         self.push_screen(HelpScreen())

@@ -370,3 +370,29 @@ async def test_huge_stored_text_is_folded_and_capped_when_opened(filled: Filled)
         line = block_by_rid(view, wide)
         view.move_to(line)
         await wait_for(pilot, lambda: "+2,996,000 characters" in view.block_text(line))
+
+
+async def test_typed_markup_in_the_jump_prompt_is_text(filled: Filled) -> None:
+    async with app_for(filled).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("g", *"[b]x", "enter")
+        status = str(pilot.app.screen.query_one("#status").render())
+        assert "'[b]x' is not a result id" in status
+
+
+async def test_jump_message_opens_the_session_there(filled: Filled) -> None:
+    from viewer.messages import Jump
+
+    async with CtxviewApp(filled.store).run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "SessionsScreen")
+        pilot.app.post_message(Jump(filled.session_id, 0x1003))
+        view = await ready(pilot)
+        await wait_for(pilot, lambda: view.cursor_block and view.cursor_block.rid == 0x1003)
+        # A second jump lands in the same transcript, from the result screen too.
+        view.post_message(
+            __import__("viewer.messages").messages.OpenResult(filled.session_id, 0x1000)
+        )
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ResultScreen))
+        pilot.app.post_message(Jump(filled.session_id, 0x1001))
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, TranscriptScreen))
+        await wait_for(pilot, lambda: view.cursor_block.rid == 0x1001)  # type: ignore[union-attr]

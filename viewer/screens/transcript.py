@@ -193,7 +193,7 @@ class TranscriptScreen(Screen[None]):
 
     def say(self, message: str) -> None:
         self.update_status(message)
-        self.notify(message, timeout=4)
+        self.notify(message, timeout=4, markup=False)
 
     def action_history(self, step: int) -> None:
         src, dst = (
