@@ -346,3 +346,48 @@ async def test_truncation_and_replacement_are_noticed(tmp_path: Path) -> None:
     evs = await events_of(store, "cx-019a0000-0000-7000-8000-000000000001")
     notes = [e for e in evs if e.extra.get("subtype") == "source_replaced"]
     assert len(notes) == 2
+
+
+# Finding transcripts, and the progress bar
+
+
+def test_newest_and_folder_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from backend.importers.find import newest, transcripts
+
+    claude = tmp_path / "claude" / "projects" / "-home-dev-proj"
+    codex = tmp_path / "codex" / "sessions" / "2026" / "01" / "02"
+    claude.mkdir(parents=True)
+    codex.mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    assert newest() is None
+    old = claude / "agent-abc.jsonl"
+    main = claude / "s1.jsonl"
+    roll = codex / "rollout-2026-01-02T10-00-00-x.jsonl"
+    for i, f in enumerate((old, main, roll)):
+        f.write_text("{}\n")
+        os.utime(f, (1_000_000 + i, 1_000_000 + i))
+    assert newest() == roll
+    os.utime(main, (2_000_000, 2_000_000))
+    assert newest() == main
+    given, found = transcripts([tmp_path / "claude"])
+    assert given == [] and found == [main, old]  # a parent before its sub-agents
+
+
+def test_cli_progress_bar(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "backend.cli", "import", "--progress", "--store",
+         str(tmp_path / "s.db"), str(FIXTURES / "project")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "2/2 files" in run.stderr and "MB" in run.stderr
+    assert "from 2 files into 2 sessions" in run.stdout
+    quiet = subprocess.run(
+        [sys.executable, "-m", "backend.cli", "import", "--store", str(tmp_path / "t.db"),
+         str(FIXTURES / "codex_legacy.jsonl")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert quiet.returncode == 0 and quiet.stderr == ""  # stderr is not a terminal: no bar
