@@ -396,3 +396,23 @@ async def test_jump_message_opens_the_session_there(filled: Filled) -> None:
         pilot.app.post_message(Jump(filled.session_id, 0x1001))
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, TranscriptScreen))
         await wait_for(pilot, lambda: view.cursor_block.rid == 0x1001)  # type: ignore[union-attr]
+
+
+async def test_clicks_on_a_stub_hint_and_a_boundary_row(filled: Filled) -> None:
+    async with app_for(filled).run_test(size=SIZE) as pilot:
+        view = await ready(pilot)
+        stub = block_by_rid(view, filled.ids["same"])
+        view.move_to(stub, top=True)
+        await settle(pilot, view)
+        lines = view.screen_text().split("\n")
+        y = next(i for i, line in enumerate(lines) if "↵ leads to #1003" in line)
+        await pilot.click("#transcript", offset=(lines[y].index("↵ leads") + 3, y))
+        await wait_for(pilot, lambda: view.cursor_block.rid == filled.ids["grep"])  # type: ignore[union-attr]
+        boundary = view.outline.boundaries[0]
+        view.move_to(boundary, top=True)
+        await settle(pilot, view)
+        lines = view.screen_text().split("\n")
+        y = next(i for i, line in enumerate(lines) if "compaction 1" in line)
+        await pilot.click("#transcript", offset=(lines[y].index("compaction 1") + 2, y))
+        await wait_for(pilot, lambda: boundary.open)
+        assert "And the end." in view.block_text(boundary)

@@ -31,6 +31,7 @@ READ_LINE = re.compile(r"^(\d+): ")
 
 FOLD_META = Style(meta={"act": "fold"})
 ELISION_META = Style(meta={"act": "elision"})
+STUB_META = Style(meta={"act": "stub"})
 NO_MARKUP = {"end": ""}
 
 
@@ -293,7 +294,7 @@ def _tool(block: Block, data: BlockData, ctx: RenderContext) -> list[Text]:
     bracket, _, body = shown.partition("\n")
     head = linkify(plain(bracket, _bracket_style(block, p)), ctx.epoch_of, block.epoch, p)
     if block.is_stub and block.points_to is not None:
-        head.append("  ↵ leads to " + format_id(block.points_to, ctx.digits), p.dim)
+        head.append("  ↵ leads to " + format_id(block.points_to, ctx.digits), p.dim + STUB_META)
     if ctx.stored_mode:
         head.append("  (stored text)", p.dim)
     out.append(head)
@@ -378,7 +379,7 @@ def _boundary(block: Block, data: BlockData, ctx: RenderContext, width: int) -> 
     p = ctx.palette
     title = f" compaction {block.boundary_number} "
     side = max(width - len(title), 4)
-    row = Text("━" * (side // 2) + title + "━" * (side - side // 2), p.boundary, end="")
+    row = styled("━" * (side // 2) + title + "━" * (side - side // 2), p.boundary + FOLD_META)
     out = [row]
     ev = data.first
     summary = (ev.text or "") if ev else ""

@@ -602,6 +602,8 @@ class TranscriptView(ScrollView, can_focus=True):
             self.toggle_fold(block)
         elif meta.get("act") == "elision":
             self.toggle_elision(block)
+        elif meta.get("act") == "stub" and block.points_to is not None:
+            self.post_message(self.StubFollowed(block.points_to))
         event.stop()
 
     # What the screen asks
