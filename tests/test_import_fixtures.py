@@ -372,6 +372,8 @@ def test_newest_and_folder_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert newest() == roll
     os.utime(main, (2_000_000, 2_000_000))
     assert newest() == main
+    os.utime(old, (3_000_000, 3_000_000))
+    assert newest() == main  # a sub-agent file is not a session to follow
     given, found = transcripts([tmp_path / "claude"])
     assert given == [] and found == [main, old]  # a parent before its sub-agents
 

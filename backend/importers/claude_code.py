@@ -71,13 +71,13 @@ class ClaudeParser:
         if kind in _QUIET:
             return
         if kind == "summary":
-            if isinstance(rec.get("summary"), str) and self.hub.main.title is None:
-                self.hub.main.title = rec["summary"]
+            if isinstance(rec.get("summary"), str) and not self.hub.main.data.get("titled"):
+                self.hub.main.titled(rec["summary"])
             return
         if kind in _TITLES:
             title = rec.get("customTitle") or rec.get("aiTitle") or rec.get("title")
             if isinstance(title, str):
-                self.hub.main.title = title
+                self.hub.main.titled(title)
             return
         if kind not in ("user", "assistant", "system"):
             raise BadRecord(f"unknown record type {kind!r}")

@@ -42,6 +42,8 @@ def newest() -> Path | None:
         if not root.is_dir():
             continue
         for f in root.rglob("*.jsonl"):
+            if f.name.startswith("agent-"):
+                continue  # a sub-agent of a session: follow the session itself
             try:
                 mtime = f.stat().st_mtime
             except OSError:

@@ -134,7 +134,23 @@ class Replay:
 
     async def message(self, role: str, text: str, *, ts: float,
                       data: dict[str, Any] | None = None) -> None:  # fmt: skip
+        if role == "user" and not (data or {}).get("meta") and "prompt" not in self.data:
+            self.prompted(text)
         await self.session.message(role, text, ts=ts, data=data)
+
+    def prompted(self, text: str) -> None:
+        """The first thing the person typed names the session, unless the source titles it."""
+        first = text.strip().split("\n", 1)[0].strip()
+        if not first or first.startswith(("<", "[Request interrupted")):
+            return  # slash-command markup, injected context, an interruption: not a prompt
+        self.data["prompt"] = text[:500]
+        if self.title is None and not self.data.get("titled"):
+            self.title = first[:80]
+
+    def titled(self, title: str) -> None:
+        """A title the source gives (Claude Code's summary, custom-title, ai-title)."""
+        self.title = title
+        self.data["titled"] = True
 
     async def compact(self, summary: str, *, ts: float, data: dict[str, Any] | None = None) -> None:
         await self.session.compact(summary, ts=ts, data=data)

@@ -107,7 +107,9 @@ class Hub:
                 session_id=sid, started=started, source_path=str(self.path),
                 source_ref=source_ref, parent_session=self.main.id, parent_call=parent_call,
             )  # fmt: skip
-            self.replays[sid] = Replay(session, self.main.cwd, {})
+            # A sidechain is named by its Task call's description, not by its prompt.
+            data = {"titled": True} if parent_call else {}
+            self.replays[sid] = Replay(session, self.main.cwd, data)
             return self.replays[sid]
         return await self.replay(sid)
 
@@ -120,10 +122,13 @@ class Hub:
             await self.writer.update_session(child, parent_session=self.main.id,
                                              parent_call=call_ref)  # fmt: skip
 
-    async def save(self, import_state: dict[str, Any]) -> None:
+    async def save(self, import_state: dict[str, Any], *, live: bool) -> None:
+        """Write each session's state. An imported session counts as ended at its last record
+        (nothing says more); one being followed is live."""
         self.main.data["import"] = import_state
         for replay in self.replays.values():
-            fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False)}
+            fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False),
+                                      "ended": None if live else self.last_ts}  # fmt: skip
             if replay.title:
                 fields["title"] = replay.title
             await self.writer.update_session(replay.id, **fields)
@@ -154,7 +159,9 @@ def identify(path: Path, fmt: str) -> SourceIds:
             found = got
         if got and got.get("cwd") and not cwd:
             cwd = got["cwd"]
-        if found and (cwd or fmt == CODEX):
+        if found and not found.get("ts") and got and got.get("ts"):
+            found["ts"] = got["ts"]  # metadata records come first and carry no time
+        if found and (cwd or fmt == CODEX) and found.get("ts"):
             break
     if found is None:
         stem = path.stem
@@ -218,7 +225,7 @@ class FileImporter:
             "format": self.format, "path": str(self.path), "offset": self.offset,
             "line": self.line, "dev": self.ident.dev, "ino": self.ident.ino, "head": self.head,
             "problems": self.problems_total, "parser": self.parser.state(),
-        })  # fmt: skip
+        }, live=live)  # fmt: skip
         return report
 
     def _replaced(self, now: Identity) -> bool:
@@ -290,6 +297,10 @@ class FileImporter:
         else:
             main = await self._start(sid, fmt, ids)
         self.hub = Hub(self.writer, self.path, fmt, main)
+        if info is not None:
+            self.hub.last_ts = float(info["ended"] or info["started"])
+        elif ids.started is not None:
+            self.hub.last_ts = ids.started  # records without a time of their own come first
         self.parser = self._parser(state.get("parser", {}))
 
     async def _start(self, sid: str, fmt: str, ids: SourceIds) -> Replay:
@@ -304,6 +315,7 @@ class FileImporter:
                     found = {}
                 if isinstance(found, dict):
                     title = str(found.get("description") or "")
+                    data["titled"] = bool(title)
                     data["agent"] = {k: found[k] for k in ("agentType", "worktreePath")
                                      if k in found}  # fmt: skip
             title = title or f"agent {ids.agent}"
