@@ -213,6 +213,19 @@ async def test_search_finds_hits_and_n_steps(filled: Filled) -> None:
         await pilot.press("N")
         assert view.cursor_block.rid == first  # type: ignore[union-attr]
         assert f"hit 1/{len(screen.hits)}" in str(screen.query_one("#status").render())
+        # The words are marked in the results on screen.
+        assert view.words == ("return",)
+        await settle(pilot, view)
+        block = view.cursor_block
+        strips = view._strips_for(block, view.size.width - 2)  # type: ignore[arg-type]
+        hit = view.palette.hit
+        marked = [
+            seg.text
+            for strip in strips or []
+            for seg in strip
+            if seg.style and seg.style.bgcolor == hit.bgcolor
+        ]
+        assert marked and all(m.lower() == "return" for m in marked)
 
 
 async def test_result_screen_facts_search_and_links(filled: Filled) -> None:

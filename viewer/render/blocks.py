@@ -51,6 +51,7 @@ class RenderContext:
     epoch_of: EpochOf
     stored_mode: bool = False
     digits: int = 4
+    words: tuple[str, ...] = ()  # the search's words, marked in results' text
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -102,7 +103,11 @@ def render_block(block: Block, data: BlockData, ctx: RenderContext, width: int) 
     if block.kind == "message":
         return _message(block, data, ctx)
     if block.kind == "tool":
-        return _tool(block, data, ctx)
+        lines = _tool(block, data, ctx)
+        if ctx.words:
+            for line in lines[1:]:
+                line.highlight_words(ctx.words, ctx.palette.hit, case_sensitive=False)
+        return lines
     if block.kind == "boundary":
         return _boundary(block, data, ctx, width)
     if block.kind == "end":

@@ -54,6 +54,7 @@ class Palette:
     hunk: Style
     cursor: Style
     fold: Style
+    hit: Style
 
     @classmethod
     def from_theme(cls, theme: Theme, pygments: str) -> Palette:
@@ -86,4 +87,5 @@ class Palette:
             hunk=fg("ctx-diff-hunk"),
             cursor=Style(color=theme.accent or theme.primary, bold=True),
             fold=Style(color=v["ctx-dim"], italic=True),
+            hit=Style(color=theme.background or "black", bgcolor=theme.warning or "yellow"),
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from rich.text import Text
@@ -236,6 +237,7 @@ class TranscriptScreen(Screen[None]):
             await reader.search(self.session_id, self.search_query) if self.search_query else []
         )
         self.hit = -1
+        self.view.mark_words(tuple(w for w in re.findall(r"\w+", self.search_query) if len(w) > 1))
         if not self.hits:
             self.say(f"No stored result matches {self.search_query!r}.")
             return

@@ -87,6 +87,7 @@ class TranscriptView(ScrollView, can_focus=True):
         self.heights = Heights()
         self.cursor_block: Block | None = None
         self.stored_mode = False
+        self.words: tuple[str, ...] = ()  # the search's words, marked in results
         self.following = True
         self.new_rows = 0
         self.fully_loaded = False
@@ -129,7 +130,8 @@ class TranscriptView(ScrollView, can_focus=True):
         return self._palette
 
     def context(self) -> RenderContext:
-        return RenderContext(self.palette, self.outline.epoch_of, self.stored_mode, self.digits)
+        return RenderContext(self.palette, self.outline.epoch_of, self.stored_mode, self.digits,
+                             self.words)  # fmt: skip
 
     async def load(self) -> None:
         """The tail first (the first screen), then older rows in chunks."""
@@ -326,7 +328,7 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def _strips_for(self, block: Block, width: int) -> list[Strip] | None:
         pal = self.palette
-        key = (block.serial, block.version, width, self.stored_mode, pal.name)
+        key = (block.serial, block.version, width, self.stored_mode, pal.name, self.words)
         cached = self._strips.get(key)
         if cached is not None:
             self._check_height(block, len(cached))
@@ -405,7 +407,8 @@ class TranscriptView(ScrollView, can_focus=True):
         row = line - self.heights.offset(index)
         pal = self.palette
         cursor = block is self.cursor_block
-        key = (block.serial, block.version, row, cursor, width, self.stored_mode, pal.name)
+        key = (block.serial, block.version, row, cursor, width, self.stored_mode, pal.name,
+               self.words)  # fmt: skip
         cached = self._lines.get(key)
         if cached is not None:
             return cached
@@ -583,6 +586,12 @@ class TranscriptView(ScrollView, can_focus=True):
         else:
             self.toggle_fold(block)
 
+    def mark_words(self, words: tuple[str, ...]) -> None:
+        """Mark a search's words in the results' text (the caches are keyed by them)."""
+        if words != self.words:
+            self.words = words
+            self.refresh()
+
     def set_stored_mode(self, stored: bool) -> None:
         self.stored_mode = stored
         self._relayout_all()
@@ -613,7 +622,7 @@ class TranscriptView(ScrollView, can_focus=True):
         width = max(self.size.width - GUTTER, 10)
         pal = self.palette
         return all(
-            (b.serial, b.version, width, self.stored_mode, pal.name) in self._strips
+            (b.serial, b.version, width, self.stored_mode, pal.name, self.words) in self._strips
             for b in self.visible_blocks()
         )
 
