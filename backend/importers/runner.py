@@ -169,7 +169,10 @@ def identify(path: Path, fmt: str) -> SourceIds:
                          agent=stem[6:] if stem.startswith("agent-") else None)  # fmt: skip
     from .common import when
 
-    return SourceIds(found["session"], agent=found.get("agent"), cwd=cwd or found.get("cwd") or "",
+    cwd = cwd or found.get("cwd") or ""
+    if cwd and not cwd.startswith("/"):
+        cwd = "/" + cwd  # an anonymised or foreign (Windows) path: never resolved against ours
+    return SourceIds(found["session"], agent=found.get("agent"), cwd=cwd,
                      started=when(found.get("ts"), time.time()),
                      legacy=bool(found.get("legacy")))  # fmt: skip
 
