@@ -429,3 +429,21 @@ async def test_clicks_on_a_stub_hint_and_a_boundary_row(filled: Filled) -> None:
         await pilot.click("#transcript", offset=(lines[y].index("compaction 1") + 2, y))
         await wait_for(pilot, lambda: boundary.open)
         assert "And the end." in view.block_text(boundary)
+
+
+async def test_page_keys_move_the_view_and_the_cursor(filled: Filled) -> None:
+    async with app_for(filled).run_test(size=(120, 20)) as pilot:
+        view = await ready(pilot)
+        await pilot.press("home")
+        await pilot.press("pagedown")
+        top = view.scroll_offset.y
+        assert top > 0
+        start = view.heights.offset(view.cursor)
+        assert top <= start < top + view.size.height
+        await pilot.press("pagedown", "pageup")
+        assert view.scroll_offset.y == top
+        await pilot.press("pageup")
+        assert view.scroll_offset.y == 0 and view.cursor == 0
+        for _ in range(30):
+            await pilot.press("pagedown")
+        assert view.cursor == len(view.blocks) - 1

@@ -497,17 +497,19 @@ class TranscriptView(ScrollView, can_focus=True):
         self.move_to(self.blocks[i])
 
     def action_page(self, step: int) -> None:
+        """A page up or down; the cursor goes to the first block that starts on screen."""
         if not self.blocks:
             return
         y = self.scroll_offset.y + step * max(self.size.height - 1, 1)
         y = min(max(y, 0), self.max_scroll_y)
+        self.following = False
         self.scroll_to(y=y, animate=False, immediate=True, force=True)
-        probe = y if step < 0 else min(y + self.size.height - 1, self.heights.total - 1)
-        self.cursor_block = (
-            self.blocks[self.heights.find(probe)] if step > 0 else self.blocks[self.heights.find(y)]
-        )
+        i = self.heights.find(y)
+        if self.heights.offset(i) < y and i + 1 < len(self.blocks):
+            i += 1
         if step > 0 and y >= self.max_scroll_y:
-            self.cursor_block = self.blocks[-1]
+            i = len(self.blocks) - 1
+        self.cursor_block = self.blocks[i]
         self.refresh()
 
     def action_first(self) -> None:
