@@ -393,3 +393,31 @@ def test_cli_progress_bar(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert quiet.returncode == 0 and quiet.stderr == ""  # stderr is not a terminal: no bar
+
+
+async def test_codex_exec_command_header_is_not_the_result(tmp_path: Path) -> None:
+    """Newer Codex builds wrap output in `Chunk ID`/`Wall time`/... lines: the wall time differs
+    every run, so it is left out and the same search twice is a same-result stub."""
+
+    def line(kind: str, payload: dict[str, Any]) -> str:
+        return json.dumps(
+            {"timestamp": "2026-06-01T10:00:00.000Z", "type": kind, "payload": payload}
+        )
+
+    rows = [line("session_meta", {"id": "019e0000-0000-7000-8000-00000000000e", "cwd": "/w",
+                                  "cli_version": "0.135.0"})]  # fmt: skip
+    for i, wall in enumerate(("0.0512", "0.0731")):
+        rows.append(line("response_item", {"type": "function_call", "name": "exec_command",
+                                           "arguments": json.dumps({"cmd": "rg -n TODO"}),
+                                           "call_id": f"e{i}"}))  # fmt: skip
+        rows.append(line("response_item", {"type": "function_call_output", "call_id": f"e{i}",
+                                           "output": f"Chunk ID: {i}\nWall time: {wall} seconds\n"
+                                           "Process exited with code 0\nOriginal token count: 4\n"
+                                           "Output:\na.py:1:TODO\n"}))  # fmt: skip
+    src = tmp_path / "rollout.jsonl"
+    src.write_text("\n".join(rows) + "\n")
+    store = tmp_path / "s.db"
+    [report] = await imported(store, src)
+    res = results(await events_of(store, report.session))
+    assert [(r.tool, r.rkind) for r in res] == [("grep", "full"), ("grep", "same")]
+    assert await shown(store, report.session, res[0].rid) == f"[#{res[0].rid:x}]\na.py:1:TODO\n"

@@ -249,12 +249,33 @@ def _output_text(output: Any) -> tuple[str, int | None]:
                 meta = parsed.get("metadata")
                 code = meta.get("exit_code") if isinstance(meta, dict) else None
                 return parsed["output"], code if isinstance(code, int) else None
-        m = re.search(r"^(?:Process exited with code|Exit code:) (\d+)", output, re.M)
-        return output, int(m.group(1)) if m else None
+        return _plain_output(output)
     if isinstance(output, dict | list):
         content = output.get("content") if isinstance(output, dict) else output
         return block_text(content) if content is not None else json.dumps(output), None
     return "" if output is None else str(output), None
+
+
+_HEADER = re.compile(
+    r"^(?:Chunk ID|Wall time|Process exited with code|Exit code|"
+    r"Original token count|Process running with session ID|Total output lines)\b"
+)
+_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)", re.M)
+
+
+def _plain_output(output: str) -> tuple[str, int | None]:
+    """Newer builds put `Exit code`/`Wall time`/... lines above `Output:`; the wall time differs
+    every run, so the header is left out of the text (the same search twice is then the same
+    text) and a non-zero exit code is said as the engine's bash says it."""
+    head, sep, body = output.partition("Output:\n")
+    m = _CODE.search(head) if sep else None
+    code = int(m.group(1)) if m else None
+    if not sep or not all(_HEADER.match(line) for line in head.splitlines() if line.strip()):
+        m = _CODE.search(output)
+        return output, int(m.group(1)) if m else None
+    if code:
+        body = f"{body.rstrip(chr(10))}\nExit code {code}." if body else f"Exit code {code}."
+    return body, code
 
 
 def _patch_of(name: str, args: dict[str, Any]) -> str | None:
