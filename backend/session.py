@@ -652,6 +652,8 @@ class Session:
             real = ws.resolve(op.path)
             if real.is_dir():
                 raise ToolError("error.is_directory", path=op.path)
+            if real.exists() and not real.is_file():
+                raise ToolError("error.not_regular", path=op.path)
             old = current(real)
             key = ws.relative(real)
             if op.kind == "add":

@@ -1068,6 +1068,15 @@ case("grep_does_not_read_links_leading_outside", "decision 11", [
 case("recall_unknown_id_in_capitals_names_it_in_lowercase", S4, [
     call("recall", {"id": "#FFFF"}, "[#1000] No stored result #ffff in this session."),
 ])  # fmt: skip
+case("read_of_a_pipe_is_refused_and_grep_skips_it", "decision 10", [
+    call("bash", {"command": "mkfifo pipe; echo hit > a.txt"}, "[#1000]"),
+    read("pipe", "[#1001] pipe is not a regular file (a pipe or a device), so it is not read."),
+    call("grep", {"pattern": "hit"}, "[#1002]\na.txt:1: hit"),
+    call("write", {"path": "pipe", "content": "x"},
+         "[#1003] pipe is not a regular file (a pipe or a device), so it is not read."),
+    call("apply_patch", {"patch": "*** Begin Patch\n*** Add File: pipe\n+x\n*** End Patch"},
+         "[#1004] pipe is not a regular file (a pipe or a device), so it is not read."),
+])  # fmt: skip
 case("config_sentences_are_templates", "decision 12", [
     out("t", "x"),
     call("recall", {"id": "#ffff"}, "[#1001] Nothing stored as #ffff."),

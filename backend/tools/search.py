@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -83,8 +84,9 @@ def grep(
         except ToolError:
             continue
         try:
-            if file.stat().st_size > MAX_GREP_FILE:
-                continue
+            info = file.stat()
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_GREP_FILE:
+                continue  # a FIFO would block the search; a huge file is not source
             data = file.read_bytes()
         except OSError:
             continue

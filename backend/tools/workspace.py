@@ -33,6 +33,8 @@ class Workspace:
         real = self.resolve(path)
         if real.is_dir():
             raise ToolError("error.is_directory", path=path)
+        if real.exists() and not real.is_file():  # a FIFO or a device would block or never end
+            raise ToolError("error.not_regular", path=path)
         try:
             return real, real.read_bytes()
         except FileNotFoundError:
@@ -43,6 +45,8 @@ class Workspace:
         real = self.resolve(path)
         if real.is_dir():
             raise ToolError("error.is_directory", path=path)
+        if real.exists() and not real.is_file():
+            raise ToolError("error.not_regular", path=path)
         try:
             return real, real.read_bytes()
         except FileNotFoundError:
