@@ -102,3 +102,36 @@ def test_ctxview_follow_command(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert f"Following {src}" in err
     assert f"→ {SID}" in err and "4 records skipped" in err
+
+
+async def test_follow_takes_sub_agents_along(tmp_path: Path) -> None:
+    """A sub-agent file that appears in `<session>/subagents/` while the session is followed
+    becomes its own session, linked to the Task call (whose result comes after the agent starts)."""
+    project = FIXTURE.parent / "project"
+    agent_src = next(project.rglob("agent-a1b2c3d.jsonl"))
+    src, store = tmp_path / f"{SID[3:]}.jsonl", tmp_path / "s.db"
+    src.write_bytes(b"".join(LINES[:11]))
+    writer = await Writer.open(store)
+    stop = asyncio.Event()
+    task = asyncio.create_task(follow(writer, src, stop=stop, poll=5.0))
+    try:
+        assert await wait_for_results(store, 1) == 1
+        folder = tmp_path / SID[3:] / "subagents"
+        folder.mkdir(parents=True)
+        (folder / agent_src.name).write_bytes(agent_src.read_bytes())
+        deadline = time.monotonic() + 10
+        row = None
+        while time.monotonic() < deadline and row is None:
+            await asyncio.sleep(0.05)
+            async with await Reader.open(store) as reader:
+                row = await reader.session("cc-a1b2c3d")
+        assert row is not None and row.parent_session == SID and row.parent_call is None
+        append(src, b"".join(LINES[11:]))  # now the parent's Task result names the agent
+        assert await wait_for_results(store, 13) == 13
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 5)
+        await writer.close()
+    async with await Reader.open(store) as reader:
+        row = await reader.session("cc-a1b2c3d")
+    assert row is not None and row.parent_call == "t11" and row.results == 1

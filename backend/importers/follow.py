@@ -1,10 +1,12 @@
 """Follow a transcript that is still being written: import what is appended, as it is appended.
 
-One `FileImporter` is kept for the whole run, so each wake-up reads only the new bytes (from the
+One `FileImporter` per file is kept for the whole run, so each wake-up reads only the new bytes (from the
 last byte read; a partial last line waits for its newline) and the parser's pending state stays
 in memory. watchfiles wakes it within ~20 ms of a write; a slow poll is the backstop for
 filesystems that report nothing (FIELD-NOTES: polling mode missed appends). Stopping and starting
-again resumes from the offset saved in the session's data, without duplicates.
+again resumes from the offset saved in the session's data, without duplicates. A Claude Code
+session's sub-agents (`<session>/subagents/agent-*.jsonl`, written while it runs) are followed
+with it, each into its own session linked to the call that started it.
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ async def follow(
     stop = stop or asyncio.Event()
     changed = asyncio.Event()
     watcher = asyncio.create_task(_watch(path, changed, stop))
-    importer = FileImporter(writer, path)
+    importers: dict[Path, FileImporter] = {}
     try:
         while not stop.is_set():
             changed.clear()  # before reading, so a write during the read wakes the next round
-            if path.exists():
+            for f in [path, *sub_agents(path)] if path.exists() else []:
+                importer = importers.setdefault(f, FileImporter(writer, f))
                 async with writer.batch():
                     report = await importer.step(live=True)
                 if on_batch and (report.lines or report.replaced or report.problems):
@@ -52,12 +55,19 @@ async def follow(
             await watcher
 
 
+def sub_agents(path: Path) -> list[Path]:
+    """A Claude Code session's sub-agent transcripts (2.1.x layout), as they appear."""
+    folder = path.with_suffix("") / "subagents"
+    return sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+
+
 async def _watch(path: Path, changed: asyncio.Event, stop: asyncio.Event) -> None:
     target = os.fspath(path)
+    agents = os.fspath(path.with_suffix("")) + os.sep
     with contextlib.suppress(RuntimeError, OSError):
         async for changes in awatch(path.parent, stop_event=stop, step=10, debounce=50,
-                                    recursive=False, watch_filter=None):  # fmt: skip
-            if any(p == target for _, p in changes):
+                                    recursive=True, watch_filter=None):  # fmt: skip
+            if any(p == target or p.startswith(agents) for _, p in changes):
                 changed.set()
 
 
