@@ -447,3 +447,30 @@ async def test_page_keys_move_the_view_and_the_cursor(filled: Filled) -> None:
         for _ in range(30):
             await pilot.press("pagedown")
         assert view.cursor == len(view.blocks) - 1
+
+
+async def test_appending_never_lays_out_the_whole_transcript(filled: Filled) -> None:
+    async with app_for(filled).run_test(size=SIZE) as pilot:
+        view = await ready(pilot)
+        rebuilds: list[int] = []
+        view.heights.rebuild = lambda heights: rebuilds.append(len(heights))  # type: ignore[method-assign]
+        rendered: list[int] = []
+        original = view._strips_for
+
+        def counting(block, width):  # type: ignore[no-untyped-def]
+            rendered.append(block.index)
+            return original(block, width)
+
+        view._strips_for = counting  # type: ignore[method-assign]
+        writer = await Writer.open(filled.store)
+        try:
+            s = await Session.resume(writer, filled.session_id)
+            for i in range(3):
+                await s.insert("bash", {"command": f"echo {i}"}, f"row {i}")
+            await wait_for(pilot, lambda: view.outline.block_of(s.last.rid) is not None)  # type: ignore[union-attr]
+        finally:
+            await writer.close()
+        await settle(pilot, view)
+        assert rebuilds == []
+        # Only blocks near the screen were laid out, never the whole transcript.
+        assert set(rendered) <= set(range(len(view.blocks) - 15, len(view.blocks)))
