@@ -47,7 +47,7 @@ async def _run(args: argparse.Namespace) -> int:
     explicit = set(given)
     problems: list[Problem] = []
     refused: list[str] = []
-    imported = unchanged = lines = 0
+    imported = unchanged = lines = neither = 0
     sessions: set[str] = set()
     writer = await Writer.open(store_path(args))
     try:
@@ -59,6 +59,8 @@ async def _run(args: argparse.Namespace) -> int:
                 except NotTranscript as exc:
                     if f in explicit:
                         refused.append(str(exc))
+                    else:
+                        neither += 1  # a folder may hold other JSON lines: not an error
                     bar.file_done(sizes[f] - (bar.done_bytes - before))
                     continue
                 bar.file_done(max(0, sizes[f] - (bar.done_bytes - before)))
@@ -75,7 +77,8 @@ async def _run(args: argparse.Namespace) -> int:
         await writer.close()
     if sessions or not refused:
         print(f"Imported {lines} new lines from {imported} files into {len(sessions)} sessions; "
-              f"{unchanged} files had nothing new.")  # fmt: skip
+              f"{unchanged} files had nothing new"
+              + (f"; {neither} files of neither format were left alone." if neither else "."))  # fmt: skip
     if problems:
         print(f"Skipped {len(problems)} records that could not be imported:", file=sys.stderr)
         for p in problems[:_SHOW_PROBLEMS]:
