@@ -50,21 +50,29 @@ content = st.lists(st.sampled_from(["1", "2", "3", "q", ""]), max_size=12).map(
     lambda ls: "".join(x + "\n" for x in ls)
 )
 
+read_op = st.tuples(st.just("read"), st.sampled_from(PATHS), st.integers(1, 12), st.integers(1, 12))
+grep_op = st.tuples(st.just("grep"), st.sampled_from(["1", "q"]))
 op = st.one_of(
-    st.tuples(st.just("read"), st.sampled_from(PATHS), st.integers(1, 12), st.integers(1, 12)),
+    read_op,
+    read_op,
+    grep_op,
+    grep_op,
     st.tuples(st.just("insert"), st.sampled_from(["grep", "bash", "fetch"]), output),
     st.tuples(st.just("write"), st.sampled_from(PATHS), content),
     st.tuples(st.just("edit"), st.sampled_from(PATHS), st.sampled_from(["1", "2", "q"])),
     st.tuples(st.just("outside"), st.sampled_from(PATHS), content),
-    st.tuples(st.just("grep"), st.sampled_from(["1", "q", "x"])),
     st.tuples(st.just("recall"), st.integers(-1, 40), st.integers(1, 9)),
     st.tuples(st.just("compact"), st.just("Summary.")),
 )
 ops = st.lists(op, min_size=1, max_size=25)
 
 
-async def play(root: Path, store: Path, steps: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
-    """Run the steps; for each, the text the model was given and the Result built (or None)."""
+async def play(
+    root: Path, store: Path, steps: list[tuple[Any, ...]], restart_at: int | None = None
+) -> list[tuple[str, Any]]:
+    """Run the steps; for each, the text the model was given and the Result built (or None).
+    With `restart_at`, the session is resumed from the store before that step, as after a
+    restart of the harness."""
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     for rel, text in FIRST.items():
@@ -74,7 +82,9 @@ async def play(root: Path, store: Path, steps: list[tuple[Any, ...]]) -> list[tu
     out: list[tuple[str, Any]] = []
     try:
         s = await Session.start(writer, root, config=CONFIG)
-        for step in steps:
+        for i, step in enumerate(steps):
+            if i == restart_at:
+                s = await Session.resume(writer, s.id)
             kind = step[0]
             if kind == "read":
                 text = await s.run("read", {"path": step[1], "offset": step[2], "limit": step[3]})
@@ -102,15 +112,17 @@ async def play(root: Path, store: Path, steps: list[tuple[Any, ...]]) -> list[tu
     return out
 
 
-def run_session(steps: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
+def run_session(
+    steps: list[tuple[Any, ...]], restart_at: int | None = None
+) -> list[tuple[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="ctxview-prop-") as tmp:
-        return asyncio.run(play(Path(tmp) / "ws", Path(tmp) / "store.db", steps))
+        return asyncio.run(play(Path(tmp) / "ws", Path(tmp) / "store.db", steps, restart_at))
 
 
 ID_AT_START = re.compile(r"\[(#[0-9a-f]+)")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(steps=ops)
 def test_ids_unique_and_increasing_and_stubs_point_at_full_results(
     steps: list[tuple[Any, ...]],
@@ -187,9 +199,20 @@ def test_capped_output_within_bounds_and_recall_gives_it_all_back(out: str) -> N
         assert shown == "[#1000]" + ("\n" + out.replace("\r\n", "\n") if out else "")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(steps=ops)
 def test_same_calls_over_same_workspace_give_same_texts(steps: list[tuple[Any, ...]]) -> None:
     first = [text for text, _ in run_session(steps)]
     again = [text for text, _ in run_session(steps)]
     assert first == again
+
+
+@settings(max_examples=30, deadline=None)
+@given(steps=ops, where=st.integers(0, 25))
+def test_a_resumed_session_answers_as_one_that_never_stopped(
+    steps: list[tuple[Any, ...]], where: int
+) -> None:
+    """Ids, stubs and notes after a restart: the dedupe table and the counter come back."""
+    straight = [text for text, _ in run_session(steps)]
+    resumed = [text for text, _ in run_session(steps, restart_at=min(where, len(steps) - 1))]
+    assert resumed == straight
