@@ -347,6 +347,14 @@ case("stub_after_compaction_is_a_full_read", S2, [
     read("a.txt", f"[#1002 a.txt lines 1-3 of 3 sha {sha(ABC)}] Unchanged since #1001, which "
          "already shows lines 1-3."),
 ], files={"a.txt": ABC})  # fmt: skip
+# Another content whose hash starts with the same hex digit as ABC's: shown alike with
+# sha_digits 1, told apart by the full hash.
+TWIN = next(f"v{i}\n" for i in range(1000) if sha(f"v{i}\n")[0] == sha(ABC)[0])
+case("only_the_full_hash_decides_unchanged", S1, [
+    read("a.txt", f"[#1000 a.txt lines 1-3 of 3 sha {sha(ABC)[0]}]\n1: a\n2: b\n3: c"),
+    files(**{"a.txt": TWIN}),
+    read("a.txt", f"[#1001 a.txt lines 1-1 of 1 sha {sha(ABC)[0]}]\n1: {TWIN.strip()}"),
+], files={"a.txt": ABC}, config={"sha_digits": 1})  # fmt: skip
 case("same_path_spelled_differently_is_a_stub", S2, [
     read("a.txt", {"starts": f"[#1000 a.txt lines 1-3 of 3 sha {sha(ABC)}]\n"}),
     read("./a.txt", f"[#1001 ./a.txt lines 1-3 of 3 sha {sha(ABC)}] Unchanged since #1000, which "
