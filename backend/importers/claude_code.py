@@ -256,6 +256,11 @@ class ClaudeParser:
         ref = dict(call_ref=call_id, seen=len(text), ts=ts)
         if name in _AGENT_TOOLS and isinstance(tur, dict) and isinstance(tur.get("agentId"), str):
             await self.hub.link_agent(tur["agentId"], call_id)
+        if call.get("linked"):
+            # The inline sidechain is over: its state goes to the store, not kept in memory.
+            done = call["linked"]
+            self._side = {u: sid for u, sid in self._side.items() if sid != done}
+            await self.hub.release(done)
         if not error:
             if name == "Read" and await self._read(target, args, text, tur, ref):
                 return

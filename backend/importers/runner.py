@@ -122,16 +122,26 @@ class Hub:
             await self.writer.update_session(child, parent_session=self.main.id,
                                              parent_call=call_ref)  # fmt: skip
 
+    async def release(self, sid: str) -> None:
+        """A child session that is over: its state is written and it leaves memory (resumed from
+        the store should the transcript come back to it)."""
+        replay = self.replays.pop(sid, None)
+        if replay is not None and replay is not self.main:
+            await self._write(replay, live=False)
+
+    async def _write(self, replay: Replay, *, live: bool) -> None:
+        fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False),
+                                  "ended": None if live else self.last_ts}  # fmt: skip
+        if replay.title:
+            fields["title"] = replay.title
+        await self.writer.update_session(replay.id, **fields)
+
     async def save(self, import_state: dict[str, Any], *, live: bool) -> None:
         """Write each session's state. An imported session counts as ended at its last record
         (nothing says more); one being followed is live."""
         self.main.data["import"] = import_state
         for replay in self.replays.values():
-            fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False),
-                                      "ended": None if live else self.last_ts}  # fmt: skip
-            if replay.title:
-                fields["title"] = replay.title
-            await self.writer.update_session(replay.id, **fields)
+            await self._write(replay, live=live)
 
 
 async def _resume(writer: Writer, sid: str, cwd: str) -> Replay:
