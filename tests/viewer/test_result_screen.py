@@ -87,3 +87,20 @@ async def test_a_missing_result_says_so(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ResultScreen))
         header = pilot.app.screen.query_one("#result-header")
         await wait_for(pilot, lambda: "There is no result #beef" in str(header.render()))
+
+
+async def test_an_edit_opens_as_a_coloured_diff(tmp_path: Path) -> None:
+    f = await fill(tmp_path)
+    async with CtxviewApp(f.store, session=f.session_id).run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        screen = await open_result(pilot, f.session_id, f.ids["edit"])
+        await pilot.pause()
+        view = screen.view
+        pal = view.palette
+        rows = [view.render_line(y) for y in range(view.size.height)]
+        minus = next(r for r in rows if "-    return x + 3" in r.text)
+        plus = next(r for r in rows if "+    return x + 3  # fixed" in r.text)
+        assert any(seg.style and seg.style.bgcolor == pal.remove_bg.bgcolor for seg in minus)
+        assert any(seg.style and seg.style.bgcolor == pal.add_bg.bgcolor for seg in plus)
+        header = str(screen.query_one("#result-header").render())
+        assert "+1 −1" in header

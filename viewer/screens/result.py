@@ -20,6 +20,7 @@ from backend.store.records import Event
 from ..messages import Jump, OpenResult
 from ..render.blocks import plain
 from ..render.links import linkify
+from ..render.outline import EDIT_KINDS
 from ..render.palette import Palette
 from ..widgets.prompt import PromptBar
 from ..widgets.result_view import ResultView
@@ -75,7 +76,8 @@ class ResultScreen(Screen[None]):
         last = row.next_rid if row else 0
         self.view = ResultView(body.stored, path=self.event.path, id="result-view",
                                is_result=lambda r: first <= r < last,
-                               read=self.event.tool == "read" and self.event.rkind != "binary")  # fmt: skip
+                               read=self.event.tool == "read" and self.event.rkind != "binary",
+                               diff=self.event.rkind in EDIT_KINDS)  # fmt: skip
         await self.mount(self.view, after=self.query_one("#result-header"))
         self.view.focus()
         self.query_one("#result-header", Static).update(self.header())

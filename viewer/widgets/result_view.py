@@ -17,6 +17,7 @@ from textual.strip import Strip
 from backend.rules.ids import ID_IN_TEXT
 
 from ..render.blocks import plain
+from ..render.diff import diff_lines
 from ..render.highlight import highlight_lines, lexer_for
 from ..render.palette import Palette
 
@@ -26,6 +27,7 @@ READ_LINE = re.compile(r"^(\d+): ")
 
 class ResultView(ScrollView, can_focus=True):
     def __init__(self, text: str, *, path: str | None = None, read: bool = False,
+                 diff: bool = False,
                  is_result: Callable[[int], bool] | None = None,
                  **kwargs: object) -> None:  # fmt: skip
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -45,6 +47,9 @@ class ResultView(ScrollView, can_focus=True):
             lines = code
         self.lines = lines
         self.path = path if lexer_for(path) is not None else None
+        # An edit's stored text is a unified diff: coloured as one, the code by its language.
+        self.diff = diff
+        self.diff_path = path
         last = self.numbers[-1] if self.numbers else str(len(lines))
         self.number_width = max(len(last), 3) + 1
         self.matches: list[int] = []
@@ -54,23 +59,29 @@ class ResultView(ScrollView, can_focus=True):
         width = max((len(x) for x in lines), default=0) + self.number_width + 2
         self.virtual_size = Size(width, len(lines))
 
+    _palette: Palette | None = None
+
     @property
     def palette(self) -> Palette:
         theme = self.app.current_theme
-        pyg = getattr(self.app, "pygments_style", "monokai" if theme.dark else "default")
-        return Palette.from_theme(theme, pyg)
+        if self._palette is None or self._palette.name != theme.name:
+            pyg = getattr(self.app, "pygments_style", "monokai" if theme.dark else "default")
+            self._palette = Palette.from_theme(theme, pyg)
+        return self._palette
 
     def _line_text(self, index: int) -> Text:
-        if self.path is None:
+        if self.path is None and not self.diff:
             return plain(self.lines[index])
         pal = self.palette
         start = index - index % CHUNK
-        key = (start, pal.pygments)
+        key = (start, pal.name)
         chunk = self._chunks.get(key)
         if chunk is None:
-            chunk = (
-                highlight_lines(self.lines[start : start + CHUNK], self.path, pal.pygments) or []
-            )
+            window = self.lines[start : start + CHUNK]
+            if self.diff:
+                chunk = diff_lines(window, self.diff_path, pal)
+            else:
+                chunk = highlight_lines(window, self.path, pal.pygments) or []
             self._chunks[key] = chunk
         return (
             chunk[index - start].copy() if index - start < len(chunk) else plain(self.lines[index])
