@@ -26,7 +26,7 @@ _TOO_EXPENSIVE_FLOOR = 4096  # diffutils 3.x
 # into dissimilar text with many repeated lines; never an ordinary edit) the search starts again
 # with diffutils 2.x's lower floor, which bounds the work. The diff is still correct and still
 # short; only its choice among equally short scripts may then differ from diff 3.x.
-_WORK_BUDGET = 3_000_000
+_WORK_BUDGET = 1_000_000
 _CHEAP_FLOOR = 256
 
 
