@@ -30,6 +30,10 @@ from .source import Identity, head_hash, identity, lines_from
 _IDENTIFY_LINES = 200
 
 
+def _blank(raw: bytes) -> bool:
+    return len(raw) < 64 and not raw.strip()
+
+
 def parse_line(raw: bytes) -> Any:
     """One JSON line: orjson for speed; json where orjson is stricter (a lone surrogate escape)."""
     try:
@@ -88,11 +92,14 @@ class Hub:
         self.format = fmt
         self.main = main
         self.replays: dict[str, Replay] = {main.id: main}
+        self._released: dict[str, dict[str, Any]] = {}
         self.last_ts = time.time()
 
     async def replay(self, sid: str) -> Replay:
         found = self.replays.get(sid)
         if found is None:
+            if sid in self._released:  # back to a sidechain let go this step: its state first
+                await self.writer.update_session(sid, **self._released.pop(sid))
             found = await _resume(self.writer, sid, self.main.cwd)
             self.replays[sid] = found
         return found
@@ -127,21 +134,27 @@ class Hub:
         the store should the transcript come back to it)."""
         replay = self.replays.pop(sid, None)
         if replay is not None and replay is not self.main:
-            await self._write(replay, live=False)
+            # Written with the rest at the end of the step: an update now would end the batch.
+            self._released[sid] = self._fields(replay, ended=self.last_ts)
 
-    async def _write(self, replay: Replay, *, live: bool) -> None:
+    def _fields(self, replay: Replay, *, ended: float | None) -> dict[str, Any]:
         fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False),
-                                  "ended": None if live else self.last_ts}  # fmt: skip
+                                  "ended": ended}  # fmt: skip
         if replay.title:
             fields["title"] = replay.title
-        await self.writer.update_session(replay.id, **fields)
+        return fields
 
     async def save(self, import_state: dict[str, Any], *, live: bool) -> None:
         """Write each session's state. An imported session counts as ended at its last record
         (nothing says more); one being followed is live."""
         self.main.data["import"] = import_state
+        released, self._released = self._released, {}
+        for sid, fields in released.items():
+            await self.writer.update_session(sid, **fields)
         for replay in self.replays.values():
-            await self._write(replay, live=live)
+            await self.writer.update_session(
+                replay.id, **self._fields(replay, ended=None if live else self.last_ts)
+            )
 
 
 async def _resume(writer: Writer, sid: str, cwd: str) -> Replay:
@@ -252,34 +265,32 @@ class FileImporter:
 
     async def _read(self, report: FileReport, live: bool, progress: Progress | None) -> None:
         assert self.parser is not None
+        path = str(self.path)
         for line in lines_from(self.path, self.offset, self.line):
-            if not line.complete:
-                try:
-                    rec = json.loads(line.raw) if line.raw.strip() else None
-                except ValueError:
-                    rec = None
-                if live or rec is None:
-                    report.waiting = bool(line.raw.strip())
-                    break  # a partial last line waits for the rest
+            raw = line.raw  # lines can be megabytes (base64 images): no copies of them here
+            try:
+                rec = parse_line(raw)
+            except ValueError as exc:
+                rec, error = None, exc
+            if not line.complete and (live or rec is None):
+                report.waiting = not _blank(raw)
+                break  # a partial last line waits for the rest
             report.lines += 1
             report.bytes += line.end - line.start
             self.offset, self.line = line.end, line.number
             if progress is not None:
                 progress.advance(line.end - line.start)
-            if not line.raw.strip():
-                continue
-            try:
-                rec = parse_line(line.raw)
-            except ValueError as exc:
-                report.problems.append(Problem(str(self.path), line.number, f"not JSON ({exc})"))
+            if rec is None:
+                if not _blank(raw):
+                    report.problems.append(Problem(path, line.number, f"not JSON ({error})"))
                 continue
             try:
                 await self.parser.feed(rec, line.number)
             except BadRecord as exc:
-                report.problems.append(Problem(str(self.path), line.number, str(exc)))
+                report.problems.append(Problem(path, line.number, str(exc)))
             except (KeyError, TypeError, AttributeError, ValueError) as exc:
                 # A shape no release has shown yet: skip the record, never the file.
-                report.problems.append(Problem(str(self.path), line.number,
+                report.problems.append(Problem(path, line.number,
                                                f"unexpected shape ({type(exc).__name__}: {exc})"))  # fmt: skip
 
     def _parser(self, state: dict[str, Any]) -> Parser:

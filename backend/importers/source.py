@@ -17,7 +17,7 @@ class Line:
     number: int  # 1-based line number in the file
     start: int  # byte offset of the line's first byte
     end: int  # byte offset just past it (past its newline when it has one)
-    raw: bytes  # without the newline
+    raw: bytes  # as read, its newline included (JSON ignores it; a copy of a 1 MB line is not)
     complete: bool  # it ended in a newline
 
 
@@ -48,9 +48,5 @@ def lines_from(path: Path, offset: int, number: int) -> Iterator[Line]:
         for raw in f:
             number += 1
             end = pos + len(raw)
-            complete = raw.endswith(b"\n")
-            body = raw[:-1] if complete else raw
-            if body.endswith(b"\r"):
-                body = body[:-1]
-            yield Line(number, pos, end, body, complete)
+            yield Line(number, pos, end, raw, raw.endswith(b"\n"))
             pos = end
