@@ -474,3 +474,11 @@ async def test_appending_never_lays_out_the_whole_transcript(filled: Filled) -> 
         assert rebuilds == []
         # Only blocks near the screen were laid out, never the whole transcript.
         assert set(rendered) <= set(range(len(view.blocks) - 15, len(view.blocks)))
+
+
+async def test_an_unknown_session_is_a_sentence_not_a_crash(filled: Filled) -> None:
+    async with CtxviewApp(filled.store, session="no-such-session").run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, TranscriptScreen))
+        title = pilot.app.screen.query_one("#transcript-title")
+        await wait_for(pilot, lambda: "There is no session no-such-session" in str(title.render()))
+        await pilot.press("g", "j", "down", "m", "slash", "escape")  # keys do nothing harmful

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from backend.rules.ids import format_id, parse_id
+from backend.store import StoreError
 
 from ..messages import StoreChanged
 from ..render.outline import Block
@@ -72,7 +73,11 @@ class TranscriptScreen(Screen[None]):
 
     async def on_mount(self) -> None:
         reader = self.app.reader  # type: ignore[attr-defined]
-        row = await reader.resolve_session(self.session_id or None)
+        try:
+            row = await reader.resolve_session(self.session_id or None)
+        except StoreError as exc:  # no such session, or none yet: say so, do not crash
+            self.query_one("#transcript-title", Static).update(Text(str(exc)))
+            return
         self.session_id = row.id
         self.digits = int(row.overrides.get("ids.digits", 4))
         state = "live" if row.live else "ended"
@@ -93,6 +98,8 @@ class TranscriptScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer shows the keys that apply: boundaries, hits and history when there are."""
         view = getattr(self, "view", None)
+        if view is None:
+            return action == "back"  # no transcript (no such session): only leaving works
         if action == "boundary" and parameters == (1,):
             return bool(view and view.outline.boundaries)
         if action == "next_hit" and parameters == (1,):
@@ -220,6 +227,8 @@ class TranscriptScreen(Screen[None]):
 
     @on(PromptBar.Submitted)
     async def _prompt(self, event: PromptBar.Submitted) -> None:
+        if getattr(self, "view", None) is None:
+            return
         self.view.focus()
         if event.kind == "jump":
             rid = parse_id(event.value)
