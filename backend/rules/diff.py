@@ -356,16 +356,16 @@ def _middle(
             fd[fmax + 1 + o] = -1
         else:
             fmax -= 1
-        for d in range(fmax, fmin - 1, -2):
-            tlo, thi = fd[d - 1 + o], fd[d + 1 + o]
+        for k in range(fmax + o, fmin + o - 1, -2):  # k = d + o, d the diagonal x - y
+            d = k - o
+            tlo, thi = fd[k - 1], fd[k + 1]
             x = tlo + 1 if tlo >= thi else thi
-            y = x - d
-            while x < xlim and y < ylim and xv[x] == yv[y]:
+            lim = xlim if xlim < ylim + d else ylim + d  # x < xlim and y < ylim
+            while x < lim and xv[x] == yv[x - d]:
                 x += 1
-                y += 1
-            fd[d + o] = x
-            if odd and bmin <= d <= bmax and bd[d + o] <= x:
-                return x, y, True, True
+            fd[k] = x
+            if odd and bmin <= d <= bmax and bd[k] <= x:
+                return x, x - d, True, True
 
         if bmin > dmin:
             bmin -= 1
@@ -377,16 +377,16 @@ def _middle(
             bd[bmax + 1 + o] = big
         else:
             bmax -= 1
-        for d in range(bmax, bmin - 1, -2):
-            tlo, thi = bd[d - 1 + o], bd[d + 1 + o]
+        for k in range(bmax + o, bmin + o - 1, -2):
+            d = k - o
+            tlo, thi = bd[k - 1], bd[k + 1]
             x = tlo if tlo < thi else thi - 1
-            y = x - d
-            while x > xoff and y > yoff and xv[x - 1] == yv[y - 1]:
+            low = xoff if xoff > yoff + d else yoff + d  # x > xoff and y > yoff
+            while x > low and xv[x - 1] == yv[x - 1 - d]:
                 x -= 1
-                y -= 1
-            bd[d + o] = x
-            if not odd and fmin <= d <= fmax and x <= fd[d + o]:
-                return x, y, True, True
+            bd[k] = x
+            if not odd and fmin <= d <= fmax and x <= fd[k]:
+                return x, x - d, True, True
 
         if minimal or c < too_expensive:
             continue
