@@ -22,7 +22,7 @@ import orjson
 from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
-from .common import BadRecord
+from .common import BadRecord, when
 from .detect import CLAUDE, CODEX, detect
 from .replay import Replay
 from .source import Identity, head_hash, identity, lines_from
@@ -190,8 +190,6 @@ def identify(path: Path, fmt: str) -> SourceIds:
         stem = path.stem
         return SourceIds(stem[6:] if stem.startswith("agent-") else stem,
                          agent=stem[6:] if stem.startswith("agent-") else None)  # fmt: skip
-    from .common import when
-
     cwd = cwd or found.get("cwd") or ""
     if cwd and not cwd.startswith("/"):
         cwd = "/" + cwd  # an anonymised or foreign (Windows) path: never resolved against ours
