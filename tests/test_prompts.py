@@ -31,3 +31,11 @@ def test_context_block_sentences_match_the_engine() -> None:
     assert cfg.text("text.no_result", ref="#ffff") in text
     assert cfg.text("text.elided", n=1234, ref="#c9d0") in text
     assert cfg.text("text.same_result", ref="#f001") in text
+
+
+def test_context_block_tells_a_session_its_own_limits() -> None:
+    cfg = Config({"cap.max_lines": 100, "cap.max_chars": 9000, "window.lines": 500})
+    text = _words(context_block(cfg))
+    assert "over 100 lines or 9,000 characters" in text
+    assert "most 500" in text
+    assert "400 lines" not in text
