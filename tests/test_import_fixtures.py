@@ -421,3 +421,17 @@ async def test_codex_exec_command_header_is_not_the_result(tmp_path: Path) -> No
     res = results(await events_of(store, report.session))
     assert [(r.tool, r.rkind) for r in res] == [("grep", "full"), ("grep", "same")]
     assert await shown(store, report.session, res[0].rid) == f"[#{res[0].rid:x}]\na.py:1:TODO\n"
+
+
+async def test_hostile_lines_never_stop_an_import(tmp_path: Path) -> None:
+    """Invalid UTF-8, absurd nesting, a JSON array, CRLF line ends, blank lines: each bad line is
+    a reported problem, the good ones around it are imported."""
+    good = CLAUDE_FILE.read_bytes().splitlines(keepends=True)[:11]
+    bad = [b"\xff\xfe not utf-8\n", b"[" * 100_000 + b"]" * 100_000 + b"\n", b"[1, 2]\n", b"\n"]
+    src = tmp_path / "hostile.jsonl"
+    src.write_bytes(
+        good[0] + b"".join(bad) + b"".join(line.replace(b"\n", b"\r\n") for line in good[1:])
+    )
+    [report] = await imported(tmp_path / "s.db", src)
+    assert [p.line for p in report.problems] == [2, 3, 4]
+    assert len(results(await events_of(tmp_path / "s.db", SID))) == 1

@@ -116,7 +116,7 @@ class CodexParser:
                 raw = item.get("arguments")
                 try:
                     args = json.loads(raw) if isinstance(raw, str) else raw
-                except ValueError:
+                except (ValueError, RecursionError):
                     args = {"arguments": raw}
                 if not isinstance(args, dict):
                     args = {"arguments": args}
@@ -243,7 +243,7 @@ def _output_text(output: Any) -> tuple[str, int | None]:
         if output.startswith("{"):
             try:
                 parsed = json.loads(output)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return output, None
             if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
                 meta = parsed.get("metadata")

@@ -68,7 +68,7 @@ def detect(path: Path) -> str | None:
                 continue
             try:
                 record = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             seen_json = True
             found = classify(record)

@@ -175,7 +175,7 @@ def identify(path: Path, fmt: str) -> SourceIds:
             break
         try:
             rec = json.loads(line.raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         got = pick(rec)
         if got and found is None:
@@ -268,7 +268,7 @@ class FileImporter:
             raw = line.raw  # lines can be megabytes (base64 images): no copies of them here
             try:
                 rec = parse_line(raw)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
                 rec, error = None, exc
             if not line.complete and (live or rec is None):
                 report.waiting = not _blank(raw)
@@ -286,7 +286,8 @@ class FileImporter:
                 await self.parser.feed(rec, line.number)
             except BadRecord as exc:
                 report.problems.append(Problem(path, line.number, str(exc)))
-            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            except (KeyError, IndexError, TypeError, AttributeError, ValueError,
+                    RecursionError) as exc:  # fmt: skip
                 # A shape no release has shown yet: skip the record, never the file.
                 report.problems.append(Problem(path, line.number,
                                                f"unexpected shape ({type(exc).__name__}: {exc})"))  # fmt: skip
