@@ -174,7 +174,7 @@ class TranscriptScreen(Screen[None]):
         text = " · ".join(parts)
         if text != self._status_text:
             self._status_text = text
-            self.query_one("#status", Static).update(Text(text))
+            self.query_one("#status", Static).update(Text(text), layout=False)
 
     # Jumps
 
