@@ -435,3 +435,40 @@ async def test_hostile_lines_never_stop_an_import(tmp_path: Path) -> None:
     [report] = await imported(tmp_path / "s.db", src)
     assert [p.line for p in report.problems] == [2, 3, 4]
     assert len(results(await events_of(tmp_path / "s.db", SID))) == 1
+
+
+async def test_codex_reads_by_nl_sed_head(tmp_path: Path) -> None:
+    """`nl -ba F | sed -n 'a,bp'`, `head -n N F` and `sed -n` are reads: a range inside an
+    earlier one of the same file is an unchanged stub; numbers from `nl` are not content."""
+
+    def line(kind: str, payload: dict[str, Any]) -> str:
+        return json.dumps(
+            {"timestamp": "2026-06-01T10:00:00.000Z", "type": kind, "payload": payload}
+        )
+
+    body = [f"line {i}" for i in range(1, 31)]
+    calls = [
+        (
+            "nl -ba app.py | sed -n '1,30p'",
+            "".join(f"{i:6d}\t{t}\n" for i, t in enumerate(body, 1)),
+        ),
+        ("sed -n '5,9p' app.py", "".join(t + "\n" for t in body[4:9])),
+        ("head -n 3 app.py", "".join(t + "\n" for t in body[:3])),
+    ]
+    rows = [line("session_meta", {"id": "019e0000-0000-7000-8000-00000000000f", "cwd": "/w"})]
+    for i, (cmd, out) in enumerate(calls):
+        rows.append(line("response_item", {"type": "function_call", "name": "exec_command",
+                                           "arguments": json.dumps({"cmd": cmd}),
+                                           "call_id": f"r{i}"}))  # fmt: skip
+        rows.append(line("response_item", {"type": "function_call_output", "call_id": f"r{i}",
+                                           "output": f"Exit code: 0\nWall time: 0.01 seconds\n"
+                                           f"Output:\n{out}"}))  # fmt: skip
+    src = tmp_path / "rollout.jsonl"
+    src.write_text("\n".join(rows) + "\n")
+    store = tmp_path / "s.db"
+    [report] = await imported(store, src)
+    res = results(await events_of(store, report.session))
+    assert [(r.tool, r.rkind, r.line_from, r.line_to) for r in res] == [
+        ("read", "full", 1, 30), ("read", "unchanged", 5, 9), ("read", "unchanged", 1, 3),
+    ]  # fmt: skip
+    assert (await shown(store, report.session, res[0].rid)).split("\n")[1] == "1: line 1"

@@ -9,8 +9,9 @@ its `last_token_usage` normalised (cached input is inside input for Codex) and p
 event it belongs to (the one buffered, else the next one).
 
 Tools: `shell`/`exec_command` scripts that are a plain `rg`/`grep`, `ls`, `find`/`fd`/`rg --files`
-are the engine's grep, list and glob (same-result rule); `sed -n 'a,bp' FILE` and `cat FILE` are
-reads; `apply_patch` (function, custom tool, or `["apply_patch", patch]` through shell) is an
+are the engine's grep, list and glob (same-result rule); `sed -n 'a,bp' FILE`, `nl -ba FILE | sed
+-n 'a,bp'`, `head -n N FILE` and `cat FILE` are reads (the file's length is not known: the last
+line seen stands for it); `apply_patch` (function, custom tool, or `["apply_patch", patch]` through shell) is an
 edit where every file's old content is known (added files), else the patch text; the rest is
 `bash` or the tool's own name, capped.
 """
@@ -205,10 +206,15 @@ class CodexParser:
             return
         read = _read_of(script)
         if read and exit_code in (0, None) and not _TRUNCATED.match(text):
-            path, first = read
+            path, first, numbered = read
             lines = text.split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
+            if numbered:
+                if not all(_NL_LINE.match(line) for line in lines):
+                    lines = []
+                    first = 0  # not nl's output after all: a plain result
+                lines = [line.split("\t", 1)[1] for line in lines]
             if lines or first == 1:
                 await main.read({"path": path, "command": script}, path, first, lines, None, **ref)
                 return
@@ -327,15 +333,27 @@ def _search_tool(script: str) -> str | None:
     return None
 
 
-def _read_of(script: str) -> tuple[str, int] | None:
-    """(path, first line) of `sed -n 'a,bp' FILE` or `cat FILE`."""
-    m = _SED.match(script.strip())
+_NL_SED = re.compile(r"^nl -ba (\S+) \| sed -n '?(\d+),(\d+)p'?$")
+_NL_LINE = re.compile(r"^ *\d+\t")
+
+
+def _read_of(script: str) -> tuple[str, int, bool] | None:
+    """(path, first line, numbered by `nl`) of `sed -n 'a,bp' FILE`, `nl -ba FILE | sed -n
+    'a,bp'`, `head -n N FILE` or `cat FILE`: the ways Codex reads a file."""
+    script = script.strip()
+    m = _NL_SED.match(script)
+    if m:
+        words = _simple(m.group(1))
+        return (words[0], int(m.group(2)), True) if words else None
+    m = _SED.match(script)
     if m:
         words = _simple(script)
-        return (words[-1], int(m.group(1))) if words else None
+        return (words[-1], int(m.group(1)), False) if words else None
     words = _simple(script)
     if words and words[0] == "cat" and len(words) == 2 and not words[1].startswith("-"):
-        return words[1], 1
+        return words[1], 1, False
+    if words and words[0] == "head" and len(words) == 4 and words[1] == "-n" and words[2].isdigit():
+        return words[3], 1, False
     return None
 
 
