@@ -482,3 +482,20 @@ async def test_an_unknown_session_is_a_sentence_not_a_crash(filled: Filled) -> N
         title = pilot.app.screen.query_one("#transcript-title")
         await wait_for(pilot, lambda: "There is no session no-such-session" in str(title.render()))
         await pilot.press("g", "j", "down", "m", "slash", "escape")  # keys do nothing harmful
+
+
+async def test_an_empty_session_fills_live(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    writer = await Writer.open(tmp_path / "store.db")
+    s = await Session.start(writer, ws, title="empty", session_id="s-empty")
+    async with CtxviewApp(tmp_path / "store.db", session="s-empty").run_test(size=SIZE) as pilot:
+        view = await ready(pilot)
+        assert view.blocks == [] and view.screen_text().strip() == ""
+        await s.message("user", "hello there")
+        await s.insert("bash", {"command": "echo hi"}, "hi")
+        await wait_for(pilot, lambda: len(view.blocks) == 2)
+        await settle(pilot, view)
+        assert "hello there" in view.screen_text() and "▸ bash echo hi" in view.screen_text()
+        assert view.cursor == 1 and view.following
+    await writer.close()
