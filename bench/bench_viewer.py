@@ -41,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from backend.store import Reader, Writer  # noqa: E402
+from backend.store import SCHEMA_VERSION, Reader, Writer  # noqa: E402
 from backend.store.records import Body, Event  # noqa: E402
 
 RESULTS = 100_000
@@ -99,12 +99,15 @@ async def build(path: Path) -> None:
     await writer.create_session(LIVE_SESSION, title="bench: live", workspace=str(path.parent),
                                 next_rid=0x1000, started=1_764_000_000.0)  # fmt: skip
     await writer.close()
-    (path.parent / "built").write_text(json.dumps({"stored_chars": total}))
+    (path.parent / "built").write_text(
+        json.dumps({"stored_chars": total, "schema": SCHEMA_VERSION, "results": RESULTS})
+    )
 
 
 def fixture(rebuild: bool) -> tuple[Path, int]:
     marker = FIXTURE.parent / "built"
-    if rebuild or not marker.exists():
+    built = json.loads(marker.read_text()) if marker.exists() else {}
+    if rebuild or built.get("schema") != SCHEMA_VERSION or built.get("results") != RESULTS:
         t0 = time.perf_counter()
         print(f"building the fixture at {FIXTURE} ...", flush=True)
         asyncio.run(build(FIXTURE))
