@@ -7,26 +7,7 @@ from dataclasses import dataclass
 from rich.style import Style
 from textual.theme import Theme
 
-DEFAULTS = {
-    "ctx-diff-add": "#56D364",
-    "ctx-diff-add-bg": "#12261E",
-    "ctx-diff-remove": "#F47067",
-    "ctx-diff-remove-bg": "#2D1517",
-    "ctx-diff-hunk": "#79C0FF",
-    "ctx-link": "#58A6FF",
-    "ctx-link-stale": "#6E7681",
-    "ctx-bracket": "#8B949E",
-    "ctx-stub": "#D2A8FF",
-    "ctx-elision": "#E3B341",
-    "ctx-recall": "#39C5CF",
-    "ctx-error": "#F85149",
-    "ctx-boundary": "#F0883E",
-    "ctx-boundary-bg": "#2A1C0F",
-    "ctx-user": "#7EE787",
-    "ctx-assistant": "#E6EDF3",
-    "ctx-tool": "#A5D6FF",
-    "ctx-dim": "#6E7681",
-}
+from themes import pygments_style, variable_defaults
 
 
 @dataclass(frozen=True)
@@ -58,7 +39,11 @@ class Palette:
 
     @classmethod
     def from_theme(cls, theme: Theme, pygments: str) -> Palette:
-        v = {**DEFAULTS, **{k: str(x) for k, x in (theme.variables or {}).items()}}
+        # A theme without the ctx-* variables (one of Textual's own) takes ours.
+        v = {
+            **variable_defaults(theme.dark),
+            **{k: str(x) for k, x in (theme.variables or {}).items()},
+        }
 
         def fg(name: str) -> Style:
             return Style(color=v[name])
@@ -89,3 +74,16 @@ class Palette:
             fold=Style(color=v["ctx-dim"], italic=True),
             hit=Style(color=theme.background or "black", bgcolor=theme.warning or "yellow"),
         )
+
+
+_BY_THEME: dict[str, Palette] = {}
+
+
+def palette_for(theme: Theme) -> Palette:
+    """The palette of a theme, made once per theme: every view asks on every render."""
+    found = _BY_THEME.get(theme.name)
+    if found is None:
+        found = _BY_THEME[theme.name] = Palette.from_theme(
+            theme, pygments_style(theme.name, theme.dark)
+        )
+    return found

@@ -21,7 +21,7 @@ from ..messages import Jump, OpenResult
 from ..render.blocks import plain
 from ..render.links import linkify
 from ..render.outline import EDIT_KINDS
-from ..render.palette import Palette
+from ..render.palette import Palette, palette_for
 from ..widgets.prompt import PromptBar
 from ..widgets.result_view import ResultView
 
@@ -85,8 +85,7 @@ class ResultScreen(Screen[None]):
 
     @property
     def palette(self) -> Palette:
-        theme = self.app.current_theme
-        return Palette.from_theme(theme, getattr(self.app, "pygments_style", "default"))
+        return palette_for(self.app.current_theme)
 
     def ref(self, rid: int, style: Style | None = None) -> Text:
         return Text(format_id(rid, self.digits), (style or self.palette.link) + click(rid))

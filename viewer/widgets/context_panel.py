@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual.widget import Widget
+from textual.widget import MountError, Widget
 
 from backend.config import Config, ConfigError
 from backend.context import ARMS, ContextState, Request, arm_state
@@ -274,11 +274,13 @@ async def toggle_panel(screen: TranscriptScreen) -> None:
     row = await reader.session(screen.session_id)
     overrides = row.overrides if row is not None else {}
     panel = ContextPanel(screen.session_id, overrides, digits=screen.digits)
+    if not screen.is_attached:
+        return  # the screen went away (the app is quitting) while the session row loaded
     views = screen.query(TranscriptView)
-    if views:
-        await screen.mount(panel, after=views.first())
-    else:
-        await screen.mount(panel)
+    try:
+        await screen.mount(panel, after=views.first() if views else None)
+    except MountError:
+        return  # likewise, between the check and the mount
 
 
 def show_sent(screen: TranscriptScreen) -> None:

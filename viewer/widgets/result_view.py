@@ -19,7 +19,7 @@ from backend.rules.ids import ID_IN_TEXT
 from ..render.blocks import plain
 from ..render.diff import diff_lines
 from ..render.highlight import highlight_lines, lexer_for
-from ..render.palette import Palette
+from ..render.palette import Palette, palette_for
 
 CHUNK = 200  # lines lexed together: pygments sees a window, never the whole text
 READ_LINE = re.compile(r"^(\d+): ")
@@ -59,15 +59,9 @@ class ResultView(ScrollView, can_focus=True):
         width = max((len(x) for x in lines), default=0) + self.number_width + 2
         self.virtual_size = Size(width, len(lines))
 
-    _palette: Palette | None = None
-
     @property
     def palette(self) -> Palette:
-        theme = self.app.current_theme
-        if self._palette is None or self._palette.name != theme.name:
-            pyg = getattr(self.app, "pygments_style", "monokai" if theme.dark else "default")
-            self._palette = Palette.from_theme(theme, pyg)
-        return self._palette
+        return palette_for(self.app.current_theme)
 
     def _line_text(self, index: int) -> Text:
         if self.path is None and not self.diff:

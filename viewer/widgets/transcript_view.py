@@ -39,7 +39,7 @@ from ..render.blocks import (
 )
 from ..render.heights import Heights
 from ..render.outline import RID, SEQ, Block, Outline
-from ..render.palette import Palette
+from ..render.palette import Palette, palette_for
 
 GUTTER = 2
 TAIL_ROWS = 3000  # rows loaded before the first screen
@@ -109,7 +109,6 @@ class TranscriptView(ScrollView, can_focus=True):
         # block serial -> (block, measured height), applied after the render that measured it
         self._pending_heights: dict[int, tuple[Block, int]] = {}
         self._heights_scheduled = False
-        self._palette: Palette | None = None
 
     # The data
 
@@ -123,11 +122,7 @@ class TranscriptView(ScrollView, can_focus=True):
 
     @property
     def palette(self) -> Palette:
-        theme = self.app.current_theme
-        if self._palette is None or self._palette.name != theme.name:
-            pyg = getattr(self.app, "pygments_style", "monokai" if theme.dark else "default")
-            self._palette = Palette.from_theme(theme, pyg)
-        return self._palette
+        return palette_for(self.app.current_theme)
 
     def context(self) -> RenderContext:
         return RenderContext(self.palette, self.outline.epoch_of, self.stored_mode, self.digits,
