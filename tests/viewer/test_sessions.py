@@ -52,10 +52,10 @@ async def test_rows_and_sub_agents_under_their_parent(tmp_path: Path, writer: Wr
         table = screen.query_one(DataTable)
         row = [str(c) for c in table.get_row(parent.id)]
         assert row[0] == "parent [b]not markup[/b]"  # untrusted text shown as it is
-        assert row[4] == "live"
+        assert row[3] == "live"
         assert str(table.get_row(child.id)[0]).startswith("└ ")
         old_row = [str(c) for c in table.get_row(old.id)]
-        assert old_row[3] == "2" and old_row[4] == "ended" and old_row[5] != "0"
+        assert old_row[2] == "2" and old_row[3] == "ended" and old_row[4] != "0"
         await pilot.pause()
 
 
@@ -73,7 +73,7 @@ async def test_a_new_session_appears_live_and_enter_opens_it(
         # The cursor stayed on the row it was on; results arrive in its cells live.
         table = screen.query_one(DataTable)
         await first.run("read", {"path": "a.py"})
-        await wait_for(lambda: str(table.get_row(first.id)[3]) == "1")
+        await wait_for(lambda: str(table.get_row(first.id)[2]) == "1")
         assert table.cursor_coordinate.row == 1
         await pilot.press("up", "enter")
         await wait_for(lambda: getattr(app.screen, "session_id", None) == second.id)
@@ -117,7 +117,17 @@ async def test_a_busy_store_still_updates_the_list(tmp_path: Path, writer: Write
             late = await Session.start(writer, tmp_path / "ws", title="late")
             await wait_for(lambda: late.id in screen.session_ids, timeout=4)
             table = screen.query_one(DataTable)
-            await wait_for(lambda: int(str(table.get_row(busy.id)[3])) > 5, timeout=4)
+            await wait_for(lambda: int(str(table.get_row(busy.id)[2])) > 5, timeout=4)
         finally:
             stop.set()
             await task
+
+
+def test_a_long_title_is_cut_so_the_row_stays_in_view() -> None:
+    from backend.store.records import SessionRow
+    from viewer.screens.sessions import TITLE_WIDTH, row_view
+
+    s = SessionRow("s1", "word " * 40 + "\nsecond line", "/w", "live", None, None, None, None,
+                   0.0, None, "{}", 4096, "{}")  # fmt: skip
+    title = row_view(s, 0).cells[0]
+    assert len(title) == TITLE_WIDTH and title.endswith("…") and "\n" not in title

@@ -18,15 +18,17 @@ from textual.widgets import DataTable, Footer, Header, Static
 from backend.store.records import SessionRow
 from viewer.messages import OpenSession, StoreChanged
 
+# The short, telling columns first; the workspace (long, often the same) last.
 COLUMNS = (
     ("title", "Title"),
-    ("workspace", "Workspace"),
     ("started", "Started"),
     ("results", "Results"),
     ("state", "State"),
     ("saved", "Chars saved"),
     ("source", "Source"),
+    ("workspace", "Workspace"),
 )
+TITLE_WIDTH = 56  # a first prompt can be a paragraph; the rest of the row must stay in view
 
 # At most one reload of the list per this many seconds while rows stream in, and never more
 # often than every five times the last reload took (the list query sums every session's events:
@@ -96,32 +98,34 @@ class RowView:
 
 
 def row_view(s: SessionRow, depth: int) -> RowView:
-    title = s.title or s.id[:12]
+    title = " ".join((s.title or s.id[:12]).split())
     if depth:
         title = "  " * (depth - 1) + "└ " + title
+    if len(title) > TITLE_WIDTH:
+        title = title[: TITLE_WIDTH - 1] + "…"
     cells = (
         title,
-        short_path(s.workspace),
         format_started(s.started),
         str(s.results),
         "live" if s.live else "ended",
         human_count(s.chars_saved),
         s.source,
+        short_path(s.workspace),
     )
     return RowView(s.id, cells, s.live, depth)
 
 
 def _cells(row: RowView) -> list[Text]:
     # Text objects, never str: a title is untrusted and must not be parsed as markup.
-    title, workspace, started, results, state, saved, source = row.cells
+    title, started, results, state, saved, source, workspace = row.cells
     return [
         Text(title, style="dim" if row.depth else ""),
-        Text(workspace),
         Text(started),
         Text(results, justify="right"),
         Text(state, style="bold green" if row.live else "dim"),
         Text(saved, justify="right"),
         Text(source),
+        Text(workspace),
     ]
 
 
