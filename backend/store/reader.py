@@ -133,6 +133,14 @@ class Reader:
             params += (limit,)
         return [_event(r) for r in await self._conn.execute_fetchall(sql, params)]
 
+    async def events_of_kind(self, session_id: str, kind: str, after: int = 0) -> list[Event]:
+        """The session's events of one kind past `after`, in order (an index on session, kind)."""
+        rows = await self._conn.execute_fetchall(
+            _EVENT_SELECT + " WHERE session = ? AND kind = ? AND seq > ? ORDER BY seq",
+            (session_id, kind, after),
+        )
+        return [_event(r) for r in rows]
+
     async def events_range(self, session_id: str, first: int, last: int) -> list[Event]:
         rows = await self._conn.execute_fetchall(
             _EVENT_SELECT + " WHERE session = ? AND seq BETWEEN ? AND ? ORDER BY seq",

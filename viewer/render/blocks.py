@@ -32,6 +32,7 @@ READ_LINE = re.compile(r"^(\d+): ")
 FOLD_META = Style(meta={"act": "fold"})
 ELISION_META = Style(meta={"act": "elision"})
 STUB_META = Style(meta={"act": "stub"})
+NOTE = Style(italic=True)  # with the palette's dim: "(not in context since …)" marks
 NO_MARKUP = {"end": ""}
 
 
@@ -52,6 +53,8 @@ class RenderContext:
     stored_mode: bool = False
     digits: int = 4
     words: tuple[str, ...] = ()  # the search's words, marked in results' text
+    # rid -> (request, seq of the `elide` event): results an elision stride took out
+    elided: dict[int, tuple[int, int]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -300,6 +303,13 @@ def _tool(block: Block, data: BlockData, ctx: RenderContext) -> list[Text]:
     head = linkify(plain(bracket, _bracket_style(block, p)), ctx.epoch_of, block.epoch, p)
     if block.is_stub and block.points_to is not None:
         head.append("  ↵ leads to " + format_id(block.points_to, ctx.digits), p.dim + STUB_META)
+    stride = ctx.elided.get(block.rid) if block.rid is not None else None
+    if stride is not None:
+        # Worded and styled like a link's "(not in context since boundary N)"; a click goes
+        # to the stride's row.
+        request, seq = stride
+        head.append(f" (elided since request {request})",
+                    p.dim + NOTE + Style(meta={"act": "stride", "seq": seq}))  # fmt: skip
     if ctx.stored_mode:
         head.append("  (stored text)", p.dim)
     out.append(head)

@@ -4,6 +4,7 @@ results cost a few tens of MB; full events and bodies are fetched only for what 
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from dataclasses import dataclass, field
 
@@ -198,6 +199,15 @@ class Outline:
 
     def block_of(self, rid: int) -> Block | None:
         return self.by_rid.get(rid)
+
+    def block_at_seq(self, seq: int) -> Block | None:
+        """The loaded block that holds event `seq` (its call or its result), or None."""
+        i = bisect.bisect_right(self.blocks, seq, key=lambda b: b.seq) - 1
+        # A result whose call came earlier (other calls between) lives in an earlier block.
+        for block in self.blocks[max(i - 64, 0) : i + 1][::-1] if i >= 0 else []:
+            if seq in block.seqs:
+                return block
+        return None
 
     def epoch_of(self, rid: int) -> int | None:
         block = self.by_rid.get(rid)

@@ -16,7 +16,6 @@ from backend.rules.ids import format_id, parse_id
 from backend.store import StoreError
 
 from ..messages import StoreChanged
-from ..render.outline import Block
 from ..widgets.prompt import PromptBar
 from ..widgets.transcript_view import TranscriptView
 
@@ -53,8 +52,9 @@ class TranscriptScreen(Screen[None]):
         self.pending_jump: int | None = (
             jump if isinstance(jump, int) else parse_id(jump) if jump else None
         )
-        self.jump_back: list[Block] = []
-        self.jump_forward: list[Block] = []
+        # The jump history as event seqs (a far jump replaces the loaded blocks).
+        self.jump_back: list[int] = []
+        self.jump_forward: list[int] = []
         self.hits: list[int] = []
         self.hit = -1
         self.search_query = ""
@@ -90,7 +90,12 @@ class TranscriptScreen(Screen[None]):
 
     @work(group="outline")
     async def load_view(self) -> None:
-        await self.view.load()
+        around = None
+        if self.pending_jump is not None:  # `--jump ID`: the rows around it first
+            ev = await self.app.reader.result(self.session_id, self.pending_jump)  # type: ignore[attr-defined]
+            if ev is not None and ev.seq is not None:
+                around, self.pending_jump = ev.seq, None
+        await self.view.load(around=around)
         if self.pending_jump is not None:
             self._try_jump()
         self.update_status()
@@ -139,6 +144,10 @@ class TranscriptScreen(Screen[None]):
     def _new_rows_clicked(self) -> None:
         self.view.action_tail()
 
+    @on(TranscriptView.Landed)
+    def _landed(self) -> None:
+        self.update_status()
+
     @on(TranscriptView.Loaded)
     def _loaded(self) -> None:
         if self.pending_jump is not None:
@@ -179,20 +188,49 @@ class TranscriptScreen(Screen[None]):
     # Jumps
 
     def jump_to(self, rid: int) -> bool:
-        """Land on result `rid`, remembering where we were (alt+left goes back)."""
+        """Land on result `rid`, remembering where we were (alt+left goes back). True when it
+        was loaded and the cursor is on it; a result not loaded yet is looked up and its rows
+        loaded first (`far_jump`)."""
         block = self.view.outline.block_of(rid)
         if block is None:
             if not self.view.fully_loaded:
-                self.pending_jump = rid
+                self.run_worker(self.far_jump(rid), group="jump")
                 return False
             self.say(f"There is no result {format_id(rid, self.digits)} in this session.")
             return False
-        if self.view.cursor_block is not None and self.view.cursor_block is not block:
-            self.jump_back.append(self.view.cursor_block)
-            self.jump_forward.clear()
+        self._remember(block.seq)
         self.view.move_to(block, top=True)
         self.bindings_changed()
         return True
+
+    async def far_jump(self, rid: int) -> None:
+        """A result among the rows not loaded yet: load the rows around it and land there."""
+        ev = await self.app.reader.result(self.session_id, rid)  # type: ignore[attr-defined]
+        if ev is None or ev.seq is None:
+            self.say(f"There is no result {format_id(rid, self.digits)} in this session.")
+            return
+        block = self.view.outline.block_of(rid)  # loaded meanwhile
+        if block is not None:
+            self.jump_to(rid)
+            return
+        self._remember(ev.seq)
+        self.view.far(ev.seq)
+
+    def jump_to_seq(self, seq: int) -> None:
+        """Land on the row of event `seq` (a stride's row), loading it first if it is not."""
+        block = self.view.outline.block_at_seq(seq)
+        self._remember(seq if block is None else block.seq)
+        if block is not None:
+            self.view.move_to(block, top=True)
+        else:
+            self.view.far(seq)
+        self.bindings_changed()
+
+    def _remember(self, target: int) -> None:
+        current = self.view.cursor_block
+        if current is not None and current.seq != target and target not in current.seqs:
+            self.jump_back.append(current.seq)
+            self.jump_forward.clear()
 
     def _try_jump(self) -> None:
         rid, self.pending_jump = self.pending_jump, None
@@ -210,14 +248,23 @@ class TranscriptScreen(Screen[None]):
         if not src:
             self.say("No earlier jump." if step < 0 else "No later jump.")
             return
-        block = src.pop()
+        seq = src.pop()
         if self.view.cursor_block is not None:
-            dst.append(self.view.cursor_block)
-        self.view.move_to(block, top=True)
+            dst.append(self.view.cursor_block.seq)
+        block = self.view.outline.block_at_seq(seq)
+        if block is not None:
+            self.view.move_to(block, top=True)
+        else:
+            self.view.far(seq)
+        self.bindings_changed()
 
     @on(TranscriptView.StubFollowed)
     def _stub(self, event: TranscriptView.StubFollowed) -> None:
         self.jump_to(event.rid)
+
+    @on(TranscriptView.SeqFollowed)
+    def _seq(self, event: TranscriptView.SeqFollowed) -> None:
+        self.jump_to_seq(event.seq)
 
     def action_jump_prompt(self) -> None:
         self.query_one(PromptBar).ask("jump", "Jump to id", "#1a2b or 1a2b")

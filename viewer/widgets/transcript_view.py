@@ -38,12 +38,14 @@ from ..render.blocks import (
     render_block,
 )
 from ..render.heights import Heights
-from ..render.outline import RID, SEQ, Block, Outline
+from ..render.outline import KIND, RID, SEQ, Block, Outline
 from ..render.palette import Palette, palette_for
 
 GUTTER = 2
 TAIL_ROWS = 3000  # rows loaded before the first screen
 CHUNK_ROWS = 20000  # older rows loaded after it, newest first
+WINDOW_BEFORE = 200  # a far jump: rows loaded before the target, then after it
+WINDOW_AFTER = 600
 
 
 class TranscriptView(ScrollView, can_focus=True):
@@ -79,6 +81,16 @@ class TranscriptView(ScrollView, can_focus=True):
     class Loaded(Message):
         """The whole outline is loaded (older rows come in after the first screen)."""
 
+    class Landed(Message):
+        """The first window of rows is on screen (the tail, or the rows around a far jump)."""
+
+    class SeqFollowed(Message):
+        """A click on a mark that names an event (an elision stride): the screen goes there."""
+
+        def __init__(self, seq: int) -> None:
+            super().__init__()
+            self.seq = seq
+
     def __init__(self, session_id: str, *, digits: int = 4, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.session_id = session_id
@@ -91,6 +103,11 @@ class TranscriptView(ScrollView, can_focus=True):
         self.following = True
         self.new_rows = 0
         self.fully_loaded = False
+        self.at_tail = False  # the outline reaches the session's last row (live rows append)
+        self._generation = 0  # each load() takes a number; an older one stops when it sees a newer
+        # rid -> (request, seq of the `elide` event) for the results an elision stride took out
+        self.elided: dict[int, tuple[int, int]] = {}
+        self._elide_seq = 0
         self.first_screen_at: float | None = None
         # Called with the new blocks as soon as rows are appended (the benchmark's probe).
         self.append_hooks: list[Callable[[list[Block]], None]] = []
@@ -126,43 +143,119 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def context(self) -> RenderContext:
         return RenderContext(self.palette, self.outline.epoch_of, self.stored_mode, self.digits,
-                             self.words)  # fmt: skip
+                             self.words, elided=self.elided)  # fmt: skip
 
-    async def load(self) -> None:
-        """The tail first (the first screen), then older rows in chunks."""
+    async def load(self, around: int | None = None) -> None:
+        """The tail first (the first screen), then older rows in chunks. With `around` (an
+        event's seq): the rows around it first, the cursor on it, then the rows after it up to
+        the tail and the older ones, without moving the cursor. A later call supersedes it."""
+        self._generation += 1
+        gen = self._generation
         reader = self.reader
-        tail = await reader.outline(self.session_id, limit=TAIL_ROWS)
-        if tail:
-            first = tail[0][SEQ]
-            epoch = await reader.count_kind(self.session_id, "compaction", first - 1)
-            self.outline.set_epoch(epoch)
-            self.outline.append(tail)
+        sid = self.session_id
+        end = await reader.last_seq(sid)
+        if around is None:
+            rows = await reader.outline(sid, limit=TAIL_ROWS)
+        else:
+            older = await reader.outline(sid, before=around, limit=WINDOW_BEFORE)
+            newer = await reader.outline(sid, after=around - 1, before=around + WINDOW_AFTER,
+                                         limit=WINDOW_AFTER)  # fmt: skip
+            rows = older + newer
+        epoch = await reader.count_kind(sid, "compaction", rows[0][SEQ] - 1) if rows else 0
+        await self._load_elided(gen)
+        if gen != self._generation:
+            return  # a later jump took over
+        self._reset()
+        self.at_tail = not rows or rows[-1][SEQ] >= end
+        self.outline.set_epoch(epoch)
+        self.outline.append(rows)
         self.heights.rebuild([estimate(b, self.stored_mode) for b in self.blocks])
         self._update_virtual_size()
-        if self.blocks:
-            self.cursor_block = self.blocks[-1]
-        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        target = self.outline.block_at_seq(around) if around is not None else None
+        if target is not None:
+            self.following = False
+            self.move_to(target, top=True)
+        else:
+            if self.blocks:
+                self.cursor_block = self.blocks[-1]
+            self.following = self.at_tail
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
         self.refresh()
-        # The first screen, drawn with its text, before any older row: the rest can wait.
+        self.post_message(self.Landed())
+        # The first screen, drawn with its text, before any other row: the rest can wait.
         for _ in range(400):
             await asyncio.sleep(0.005)
             if self.visible_drawn():
                 break
         self.call_after_refresh(self._first_screen)
+        # After a jump: the rows up to the tail, appended below the cursor.
+        while not self.at_tail:
+            await asyncio.sleep(0)
+            last = self.outline.last_seq
+            rows = await reader.outline(sid, after=last, before=last + CHUNK_ROWS + 1,
+                                        limit=CHUNK_ROWS)  # fmt: skip
+            if gen != self._generation:
+                return
+            if rows:
+                self._append(rows, live=False)
+            self.at_tail = not rows or rows[-1][SEQ] >= end
+        if gen == self._generation and self.outline.last_seq < await reader.last_seq(sid):
+            self.run_worker(self.fetch_new(), group="fetch")  # rows that came meanwhile
         while self.outline.first_seq is not None and self.outline.first_seq > 1:
             await asyncio.sleep(0)  # let a frame, a key or a live row through between chunks
-            rows = await reader.outline(
-                self.session_id, before=self.outline.first_seq, limit=CHUNK_ROWS
-            )
+            first = self.outline.first_seq
+            rows = await reader.outline(sid, before=first, limit=CHUNK_ROWS)
+            if gen != self._generation:
+                return
             if not rows:
                 break
-            epoch = await reader.count_kind(self.session_id, "compaction", rows[0][SEQ] - 1)
+            epoch = await reader.count_kind(sid, "compaction", rows[0][SEQ] - 1)
+            if gen != self._generation:
+                return
             self._prepend(rows, epoch)
         self.fully_loaded = True
         self._strips.clear()  # links to results that were not loaded yet
         self._lines.clear()
         self.refresh()
         self.post_message(self.Loaded())
+
+    def _reset(self) -> None:
+        """An empty outline (a far jump loads another window of the session)."""
+        self.outline = Outline()
+        self.heights = Heights()
+        self.cursor_block = None
+        self.fully_loaded = False
+        self.new_rows = 0
+        self._pending_heights.clear()
+        self._strips.clear()
+        self._lines.clear()
+
+    def far(self, seq: int) -> None:
+        """Load the window around event `seq` and land there (the rest loads around it)."""
+        self.run_worker(self.load(around=seq), group="outline")
+
+    async def _load_elided(self, gen: int) -> None:
+        """Which results an elision stride took out of the context: rid -> (request, seq)."""
+        events = await self.reader.events_of_kind(self.session_id, "elide", self._elide_seq)
+        if gen != self._generation or not events:
+            return
+        touched = []
+        for ev in events:
+            extra = ev.extra if ev.data else {}
+            request = extra.get("request") if isinstance(extra, dict) else None
+            rids = extra.get("rids") if isinstance(extra, dict) else None
+            if isinstance(request, int) and isinstance(rids, list):
+                for rid in rids:
+                    if isinstance(rid, int) and rid not in self.elided:
+                        self.elided[rid] = (request, ev.seq)
+                        touched.append(rid)
+            self._elide_seq = max(self._elide_seq, ev.seq or 0)
+        for rid in touched:
+            block = self.outline.block_of(rid)
+            if block is not None:
+                block.touch()
+        if touched:
+            self.refresh()
 
     def _first_screen(self) -> None:
         if self.first_screen_at is None:
@@ -193,14 +286,18 @@ class TranscriptView(ScrollView, can_focus=True):
     async def fetch_new(self) -> None:
         """Rows past the last one this view has (on StoreChanged). Calls coalesce: while a fetch
         runs, another is only marked, and the fetch repeats once."""
-        if self._fetching:
+        if self._fetching or not self.at_tail:
+            # Not at the tail yet (after a far jump): the loader reads up to it, then fetches.
             self._dirty = True
             return
         self._fetching = True
         try:
             while True:
                 self._dirty = False
+                gen = self._generation
                 rows = await self.reader.outline(self.session_id, after=self.outline.last_seq)
+                if gen != self._generation or not self.at_tail:
+                    break  # another window was loaded meanwhile: these rows are not its
                 if rows:
                     if self.following and len(rows) <= 50:
                         await self._prefetch(rows)
@@ -219,8 +316,10 @@ class TranscriptView(ScrollView, can_focus=True):
         for rid, text in (await self.reader.shown(self.session_id, rids)).items():
             self._shown[rid] = text
 
-    def _append(self, rows: list[tuple[Any, ...]]) -> None:
-        follow = self.following
+    def _append(self, rows: list[tuple[Any, ...]], *, live: bool = True) -> None:
+        """Rows past the last one: live rows (counted when scrolled up), or a far jump's rows
+        loaded up to the tail (below the cursor, which stays put)."""
+        follow = self.following and live
         new, changed = self.outline.append(rows)
         for block in changed:
             block.touch()
@@ -232,9 +331,13 @@ class TranscriptView(ScrollView, can_focus=True):
             if self.blocks:
                 self.cursor_block = self.blocks[-1]
             self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
-        else:
+        elif live:
             self.new_rows += len(new)
         self.refresh()
+        if not live:
+            return
+        if any(r[KIND] == "elide" for r in rows):
+            self.run_worker(self._load_elided(self._generation), group="elided")
         self.post_message(self.Follow(self.following, self.new_rows))
         for hook in self.append_hooks:
             hook(new)
@@ -446,7 +549,7 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        at_end = round(new_value) >= self.max_scroll_y
+        at_end = round(new_value) >= self.max_scroll_y and self.at_tail
         if at_end != self.following or (at_end and self.new_rows):
             self.following = at_end
             if at_end:
@@ -516,6 +619,9 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def action_tail(self) -> None:
         """Back to the live tail: follow new rows again."""
+        if not self.at_tail:
+            self.run_worker(self.load(), group="outline")  # after a far jump: the tail first
+            return
         if self.blocks:
             self.cursor_block = self.blocks[-1]
         self.following = True
@@ -610,6 +716,8 @@ class TranscriptView(ScrollView, can_focus=True):
             self.toggle_elision(block)
         elif meta.get("act") == "stub" and block.points_to is not None:
             self.post_message(self.StubFollowed(block.points_to))
+        elif meta.get("act") == "stride" and isinstance(meta.get("seq"), int):
+            self.post_message(self.SeqFollowed(meta["seq"]))
         event.stop()
 
     # What the screen asks
