@@ -51,6 +51,7 @@ async def _long(tmp: Path) -> Path:
 async def long_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(transcript_view, "TAIL_ROWS", 100)
     monkeypatch.setattr(transcript_view, "CHUNK_ROWS", 10)
+    monkeypatch.setattr(transcript_view, "AHEAD_ROWS", 10)
     monkeypatch.setattr(transcript_view, "WINDOW_BEFORE", 20)
     monkeypatch.setattr(transcript_view, "WINDOW_AFTER", 60)
     return await _long(tmp_path)

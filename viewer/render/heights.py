@@ -3,6 +3,8 @@ each in O(log n), so appending a row costs the same at 100 rows as at 100,000.""
 
 from __future__ import annotations
 
+import itertools
+
 
 class Heights:
     def __init__(self, heights: list[int] | None = None) -> None:
@@ -18,14 +20,10 @@ class Heights:
     def rebuild(self, heights: list[int]) -> None:
         """O(n) construction (after a prepend or a change of width)."""
         self._values = list(heights)
-        tree = [0, *self._values]
-        n = len(tree) - 1
-        for i in range(1, n + 1):
-            j = i + (i & -i)
-            if j <= n:
-                tree[j] += tree[i]
-        self._tree = tree
-        self.total = sum(self._values)
+        # tree[i] is the sum of values (i - lowbit(i), i]: a difference of two prefix sums.
+        prefix = [0, *itertools.accumulate(self._values)]
+        self._tree = [0, *(prefix[i] - prefix[i & (i - 1)] for i in range(1, len(prefix)))]
+        self.total = prefix[-1]
 
     def append(self, height: int) -> None:
         self._values.append(height)
@@ -39,6 +37,10 @@ class Heights:
             k <<= 1
         self._tree.append(value)
         self.total += height
+
+    def values(self) -> list[int]:
+        """Every height, in order (a copy)."""
+        return list(self._values)
 
     def get(self, index: int) -> int:
         return self._values[index]

@@ -9,6 +9,7 @@ fetched from the store only for the blocks on screen, in range queries.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -43,7 +44,10 @@ from ..render.palette import Palette, palette_for
 
 GUTTER = 2
 TAIL_ROWS = 3000  # rows loaded before the first screen
-CHUNK_ROWS = 20000  # older rows loaded after it, newest first
+# Rows loaded after the first screen, per step. Small steps: the one read connection runs one
+# query at a time, so a jump's query waits for the step in flight, and a step holds the loop.
+CHUNK_ROWS = 5000  # older rows (each step prepends: O(rows loaded))
+AHEAD_ROWS = 2000  # after a far jump, the rows up to the tail (each step appends: O(step))
 WINDOW_BEFORE = 200  # a far jump: rows loaded before the target, then after it
 WINDOW_AFTER = 600
 
@@ -108,6 +112,7 @@ class TranscriptView(ScrollView, can_focus=True):
         # rid -> (request, seq of the `elide` event) for the results an elision stride took out
         self.elided: dict[int, tuple[int, int]] = {}
         self._elide_seq = 0
+        self._discarded: Outline | None = None  # see _reset
         self.first_screen_at: float | None = None
         # Called with the new blocks as soon as rows are appended (the benchmark's probe).
         self.append_hooks: list[Callable[[list[Block]], None]] = []
@@ -161,6 +166,8 @@ class TranscriptView(ScrollView, can_focus=True):
             newer = await reader.outline(sid, after=around - 1, before=around + WINDOW_AFTER,
                                          limit=WINDOW_AFTER)  # fmt: skip
             rows = older + newer
+            # The target's screen, fetched with the rows: its first paint has its text.
+            await self._prefetch(newer[:40] or older[-1:])
         epoch = await reader.count_kind(sid, "compaction", rows[0][SEQ] - 1) if rows else 0
         await self._load_elided(gen)
         if gen != self._generation:
@@ -183,17 +190,16 @@ class TranscriptView(ScrollView, can_focus=True):
         self.refresh()
         self.post_message(self.Landed())
         # The first screen, drawn with its text, before any other row: the rest can wait.
-        for _ in range(400):
-            await asyncio.sleep(0.005)
-            if self.visible_drawn():
-                break
+        await self._screen_first(2.0)
         self.call_after_refresh(self._first_screen)
         # After a jump: the rows up to the tail, appended below the cursor.
         while not self.at_tail:
-            await asyncio.sleep(0)
+            await self._screen_first(0.5)
+            if gen != self._generation:
+                return
             last = self.outline.last_seq
-            rows = await reader.outline(sid, after=last, before=last + CHUNK_ROWS + 1,
-                                        limit=CHUNK_ROWS)  # fmt: skip
+            rows = await reader.outline(sid, after=last, before=last + AHEAD_ROWS + 1,
+                                        limit=AHEAD_ROWS)  # fmt: skip
             if gen != self._generation:
                 return
             if rows:
@@ -202,7 +208,9 @@ class TranscriptView(ScrollView, can_focus=True):
         if gen == self._generation and self.outline.last_seq < await reader.last_seq(sid):
             self.run_worker(self.fetch_new(), group="fetch")  # rows that came meanwhile
         while self.outline.first_seq is not None and self.outline.first_seq > 1:
-            await asyncio.sleep(0)  # let a frame, a key or a live row through between chunks
+            await self._screen_first(0.5)
+            if gen != self._generation:
+                return
             first = self.outline.first_seq
             rows = await reader.outline(sid, before=first, limit=CHUNK_ROWS)
             if gen != self._generation:
@@ -213,14 +221,37 @@ class TranscriptView(ScrollView, can_focus=True):
             if gen != self._generation:
                 return
             self._prepend(rows, epoch)
+        gc.unfreeze()
         self.fully_loaded = True
         self._strips.clear()  # links to results that were not loaded yet
         self._lines.clear()
         self.refresh()
         self.post_message(self.Loaded())
 
+    async def _screen_first(self, limit: float) -> None:
+        """Between loading steps: let a frame, a key or a live row through, and let the blocks on
+        screen (after a jump, say) get their text before the next step takes the connection."""
+        # While loading, the outline is a growing heap of small objects: out of the cyclic
+        # collector's reach, the full collections that growth triggers no longer scan them all
+        # (50-70 ms pauses at 100,000 results, in the middle of a jump). They are still freed by
+        # their reference counts; `load` unfreezes when it is done, so nothing stays frozen.
+        gc.freeze()
+        await asyncio.sleep(0)
+        for _ in range(int(limit / 0.005)):
+            if self.visible_drawn() and not self._loading:
+                break
+            await asyncio.sleep(0.005)
+        if self._discarded:
+            # The outline a far jump replaced, freed a piece per step (all at once: 50 ms).
+            self._discarded.by_rid.clear()
+            del self._discarded.blocks[-20000:]
+            if not self._discarded.blocks:
+                self._discarded = None
+
     def _reset(self) -> None:
-        """An empty outline (a far jump loads another window of the session)."""
+        """An empty outline (a far jump loads another window of the session). The old one is
+        freed after the new rows are drawn: 200,000 blocks take tens of ms to free."""
+        self._discarded = self.outline
         self.outline = Outline()
         self.heights = Heights()
         self.cursor_block = None
@@ -266,16 +297,13 @@ class TranscriptView(ScrollView, can_focus=True):
         anchor = self.blocks[anchor_i] if self.blocks else None
         inside = self.scroll_offset.y - self.heights.offset(anchor_i) if anchor else 0
         at_end = self.following
-        old = [self.heights.get(i) for i in range(len(self.heights))]
-        old_serials = {b.serial for b in self.blocks}
-        by_serial = dict(zip((b.serial for b in self.blocks), old, strict=True))
-        self.outline.prepend(rows, epoch)
-        self.heights.rebuild(
-            [
-                by_serial[b.serial] if b.serial in old_serials else estimate(b, self.stored_mode)
-                for b in self.blocks
-            ]
-        )
+        old = self.heights.values()
+        count = len(self.blocks)
+        new = self.outline.prepend(rows, epoch)
+        # The new blocks, then the old ones but those merged into a new call (a result whose
+        # call was among the older rows: the head of the old blocks).
+        merged = count + len(new) - len(self.blocks)
+        self.heights.rebuild([*(estimate(b, self.stored_mode) for b in new), *old[merged:]])
         self._update_virtual_size()
         if at_end:
             self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
