@@ -1,5 +1,5 @@
-"""One result in full: the stored text, its bracket's facts, what points back at it, and for a
-file the chain of its reads, edits and stubs."""
+"""One result in full: the stored text (or, with `m`, what the model was shown), its bracket's
+facts, what points back at it, and for a file the chain of its reads, edits and stubs."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ class ResultScreen(Screen[None]):
         Binding("slash", "search_prompt", "Search"),
         Binding("n", "next_match(1)", "Next", show=False),
         Binding("N", "next_match(-1)", "Previous", show=False),
+        Binding("m", "toggle_mode", "Model/stored"),
         Binding("t", "in_transcript", "In transcript"),
     ]
 
@@ -48,6 +49,7 @@ class ResultScreen(Screen[None]):
         self.event: Event | None = None
         self.pointing: list[Event] = []
         self.chain: list[Event] = []
+        self.stored_mode = True  # the stored text; `m`: what the model was shown
 
     def compose(self) -> ComposeResult:
         yield Static(id="result-header", classes="result-header")
@@ -66,7 +68,8 @@ class ResultScreen(Screen[None]):
                 Text(f"There is no result {format_id(self.rid, self.digits)} in this session.")
             )
             return
-        self.shown_first = body.shown.split("\n", 1)[0]
+        self.shown_first, _, self.shown_body = body.shown.partition("\n")
+        self.stored_text = body.stored
         self.pointing = await reader.pointing_at(self.session_id, self.rid)
         if self.event.path:
             self.chain = await reader.path_events(self.session_id, self.event.path)
@@ -74,14 +77,35 @@ class ResultScreen(Screen[None]):
         self.known_rids = known | {self.rid}
         first = int(Config(row.overrides if row else {})["ids.first"])
         last = row.next_rid if row else 0
-        self.view = ResultView(body.stored, path=self.event.path, id="result-view",
-                               is_result=lambda r: first <= r < last,
-                               read=self.event.tool == "read" and self.event.rkind != "binary",
-                               diff=self.event.rkind in EDIT_KINDS)  # fmt: skip
+        self.is_result = lambda r: first <= r < last
+        await self.show_text()
+
+    def make_view(self) -> ResultView:
+        assert self.event is not None
+        text = self.stored_text if self.stored_mode else self.shown_body
+        return ResultView(text, path=self.event.path, id="result-view", is_result=self.is_result,
+                          read=self.event.tool == "read" and self.event.rkind != "binary",
+                          diff=self.event.rkind in EDIT_KINDS)  # fmt: skip
+
+    async def show_text(self) -> None:
+        """(Re)build the text view for the mode, keeping the search."""
+        old = getattr(self, "view", None)
+        needle = old.needle if old is not None else ""
+        if old is not None:
+            await old.remove()
+        self.view = self.make_view()
         await self.mount(self.view, after=self.query_one("#result-header"))
         self.view.focus()
+        if needle:
+            self.view.search(needle)
         self.query_one("#result-header", Static).update(self.header())
         self.status()
+
+    async def action_toggle_mode(self) -> None:
+        if getattr(self, "view", None) is None:
+            return
+        self.stored_mode = not self.stored_mode
+        await self.show_text()
 
     @property
     def palette(self) -> Palette:
@@ -110,6 +134,11 @@ class ResultScreen(Screen[None]):
         if isinstance(extra.get("added"), int):
             facts.append(f"+{extra['added']} −{extra.get('removed', 0)}")
         out.append(" · ".join(f for f in facts if f), p.dim)
+        mode = "the stored text" if self.stored_mode else "the model's view (what it was shown)"
+        other = "the model's view" if self.stored_mode else "the stored text"
+        out.append("\nshowing ", p.dim)
+        out.append(mode, Style(bold=True))
+        out.append(f"  (m: {other})", p.dim)
         if ev.points_to is not None:
             out.append("\nstands for ", p.dim)
             out.append_text(self.ref(ev.points_to))
@@ -141,7 +170,8 @@ class ResultScreen(Screen[None]):
         view = getattr(self, "view", None)
         if view is None:
             return
-        parts = [f"{len(view.lines):,} lines"]
+        parts = [f"{len(view.lines):,} lines",
+                 "stored text" if self.stored_mode else "the model's view"]  # fmt: skip
         if view.needle:
             if view.matches:
                 parts.append(f"match {view.match + 1}/{len(view.matches)} for {view.needle!r}")
