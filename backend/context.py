@@ -178,6 +178,11 @@ class ContextState:
         self._prev_sent: int | None = None  # serialised size at the previous request
         self._usage_base: tuple[int, int] | None = None  # (prompt tokens, sent size) then
 
+    @property
+    def inert(self) -> bool:
+        """Feeding it can never add an event: no elision and no compaction threshold."""
+        return not self.elide and self.above_tokens <= 0
+
     # Sizes
 
     @property

@@ -112,6 +112,7 @@ class Session:
         self._calls = 0
         # The context as sent, kept in step with every event written (backend/context.py).
         self.context_state = ContextState(config)
+        self._context_stale = False  # not fed during a batch (see `_append`): rebuild first
 
     # Opening
 
@@ -368,6 +369,14 @@ class Session:
         at a request's start is written just before the event that starts it, and a compaction
         that became due (`compaction.above_tokens`) just after the step."""
         state = self.context_state
+        if state.inert and self.writer.batching:
+            # An import: with no elision and no compaction threshold the state adds no event,
+            # so it is not kept in step (a tenth of the import's time); `context()` rebuilds it
+            # from the store if it is ever asked for.
+            self._context_stale = True
+            await self.writer.append(self.id, events, bodies or [],
+                                     fts_max_chars=self.config["fts.max_chars"])  # fmt: skip
+            return
         out: list[Event] = []
         due = False
         for ev in events:
@@ -394,6 +403,10 @@ class Session:
         return Event(ts=ts, kind="elide", data=json.dumps(data))
 
     async def _context_step(self) -> None:
+        if self._context_stale:
+            self.context_state = ContextState(self.config)
+            await self._replay_context()
+            self._context_stale = False
         if stride := self._stride_event(time.time()):
             await self.writer.append(self.id, [stride])
         await load_texts(self.context_state.msgs, self._shown_texts)

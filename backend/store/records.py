@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 EVENT_COLUMNS = (
@@ -47,7 +48,7 @@ class Event:
     seq: int = 0
 
     def values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in EVENT_COLUMNS)
+        return _event_values(self)
 
     @property
     def extra(self) -> dict[str, Any]:
@@ -65,6 +66,7 @@ class Event:
 
 
 assert tuple(f.name for f in fields(Event))[: len(EVENT_COLUMNS)] == EVENT_COLUMNS
+_event_values = attrgetter(*EVENT_COLUMNS)
 
 
 @dataclass

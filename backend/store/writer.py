@@ -50,7 +50,9 @@ def _write_once(
     clean: bool,
 ) -> None:
     fix = _clean if clean else _same
-    events = [tuple(map(fix, (session, *e.values()))) for p in pending for e in p.events]
+    events = [(session, *e.values()) for p in pending for e in p.events]
+    if clean:
+        events = [tuple(map(_clean, row)) for row in events]
     bodies = [(session, b.rid, fix(b.shown), fix(b.stored)) for p in pending for b in p.bodies]
     limits = [p.fts_max_chars if p.fts_max_chars is not None else fts_max_chars
               for p in pending for _ in p.bodies]  # fmt: skip
@@ -204,6 +206,11 @@ class Writer:
         await on_thread(self._conn, _write, session_id, [pending], self.fts_max_chars)
 
     batch_rows = 2000
+
+    @property
+    def batching(self) -> bool:
+        """Inside `batch()`: an import of a file that already exists."""
+        return self._batch is not None
 
     @asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
