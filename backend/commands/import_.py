@@ -76,11 +76,11 @@ async def _run(args: argparse.Namespace) -> int:
         bar.close()
         await writer.close()
     if sessions or not refused:
-        print(f"Imported {lines} new lines from {imported} files into {len(sessions)} sessions; "
-              f"{unchanged} files had nothing new"
-              + (f"; {neither} files of neither format were left alone." if neither else "."))  # fmt: skip
+        print(f"Imported {_n(lines, 'new line')} from {_n(imported, 'file')} into "
+              f"{_n(len(sessions), 'session')}; {_n(unchanged, 'file')} had nothing new"
+              + (f"; {_n(neither, 'file')} of neither format left alone." if neither else "."))  # fmt: skip
     if problems:
-        print(f"Skipped {len(problems)} records that could not be imported:", file=sys.stderr)
+        print(f"Skipped {_n(len(problems), 'record')} that could not be imported:", file=sys.stderr)
         for p in problems[:_SHOW_PROBLEMS]:
             print(f"  {p}", file=sys.stderr)
         if len(problems) > _SHOW_PROBLEMS:
@@ -88,3 +88,8 @@ async def _run(args: argparse.Namespace) -> int:
     for sentence in refused:
         print(f"ctxview: {sentence}", file=sys.stderr)
     return 1 if refused else 0
+
+
+def _n(count: int, word: str) -> str:
+    """`1 file`, `3 files`."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
