@@ -149,3 +149,18 @@ async def test_a_jump_during_a_far_load_supersedes_it(long_store: Path) -> None:
         await pilot.press("g", *"beef", "enter")
         status = str(pilot.app.screen.query_one("#status").render())
         assert "There is no result #beef in this session." in status
+
+
+async def test_home_goes_to_the_first_row_before_the_outline_is_loaded(long_store: Path) -> None:
+    async with CtxviewApp(long_store, session="s-long").run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pilot.app.screen.query(TranscriptView))
+        view = view_of(pilot)
+        await wait_for(pilot, lambda: view.cursor_block is not None)
+        assert view.outline.first_seq != 1  # the premise: the first rows are not loaded yet
+        await pilot.press("home")
+        await wait_for(pilot, lambda: view.cursor_block is not None and view.cursor_block.seq == 1)
+        await wait_for(pilot, lambda: view.fully_loaded, timeout=20)
+        await settle(pilot, view)
+        assert view.cursor_block is view.blocks[0]
+        assert view.scroll_offset.y == 0
+        assert "step 0" in view.screen_text()

@@ -32,6 +32,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("click an id", "open the full stored result"),
         ("click a stub", "go to the result it stands for"),
         ("click an elision", "open the elided middle in place"),
+        ("click \"elided since\"", "go to the elision stride that took the result out"),
     ]),
     ("The app", [
         ("?", "these keys"),

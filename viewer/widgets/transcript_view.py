@@ -639,6 +639,9 @@ class TranscriptView(ScrollView, can_focus=True):
         self.refresh()
 
     def action_first(self) -> None:
+        if self.outline.first_seq is not None and self.outline.first_seq > 1:
+            self.far(1)  # after a far jump the first rows may not be loaded yet
+            return
         if self.blocks:
             self.following = False
             self.cursor_block = self.blocks[0]
