@@ -4,6 +4,7 @@ window sizes are made small so that a session of a few thousand rows is "long"."
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -88,6 +89,7 @@ async def test_a_far_jump_lands_before_the_outline_is_loaded(long_store: Path) -
         await wait_for(pilot, lambda: view.fully_loaded, timeout=20)
         await settle(pilot, view)
         assert len(view.outline.by_rid) == RESULTS
+        assert gc.get_freeze_count() == 0  # frozen only while loading
         assert sorted(b.seq for b in view.blocks) == [b.seq for b in view.blocks]
         assert [b.index for b in view.blocks] == list(range(len(view.blocks)))
         assert len(view.outline.boundaries) == 1

@@ -156,6 +156,13 @@ class TranscriptView(ScrollView, can_focus=True):
         the tail and the older ones, without moving the cursor. A later call supersedes it."""
         self._generation += 1
         gen = self._generation
+        try:
+            await self._load(around, gen)
+        finally:
+            if gen == self._generation:  # done, or cancelled with its screen: nothing stays frozen
+                gc.unfreeze()
+
+    async def _load(self, around: int | None, gen: int) -> None:
         reader = self.reader
         sid = self.session_id
         end = await reader.last_seq(sid)
@@ -221,7 +228,6 @@ class TranscriptView(ScrollView, can_focus=True):
             if gen != self._generation:
                 return
             self._prepend(rows, epoch)
-        gc.unfreeze()
         self.fully_loaded = True
         self._strips.clear()  # links to results that were not loaded yet
         self._lines.clear()
@@ -234,7 +240,7 @@ class TranscriptView(ScrollView, can_focus=True):
         # While loading, the outline is a growing heap of small objects: out of the cyclic
         # collector's reach, the full collections that growth triggers no longer scan them all
         # (50-70 ms pauses at 100,000 results, in the middle of a jump). They are still freed by
-        # their reference counts; `load` unfreezes when it is done, so nothing stays frozen.
+        # their reference counts; `load` unfreezes when it ends, so nothing stays frozen.
         gc.freeze()
         await asyncio.sleep(0)
         for _ in range(int(limit / 0.005)):
