@@ -176,7 +176,10 @@ class Session:
                     known.pop(f["key"], None)
         session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"],
                       dedupe, known)  # fmt: skip
-        await session._replay_context()
+        if session.context_state.inert and writer.batching:
+            session._context_stale = True  # an import goes on: rebuilt only if asked for
+        else:
+            await session._replay_context()
         return session
 
     # The face

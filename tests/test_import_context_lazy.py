@@ -43,3 +43,24 @@ def test_only_a_state_that_adds_no_event_is_inert() -> None:
     assert ContextState(Config(None)).inert
     assert not ContextState(Config({"elide.enabled": True})).inert
     assert not ContextState(Config({"compaction.above_tokens": 1000})).inert
+
+
+async def test_context_of_a_session_resumed_inside_a_batch(tmp_path: Path) -> None:
+    """A file imported in two goes (the second resumes the session inside its batch) has the
+    context of the same file imported at once, event by event."""
+    lines = (FIXTURES / "claude_session.jsonl").read_bytes().splitlines(keepends=True)
+    grown = tmp_path / "grown.jsonl"
+    grown.write_bytes(b"".join(lines[: len(lines) // 2]))
+    store = tmp_path / "two-goes.db"
+    writer = await Writer.open(store)
+    try:
+        async with writer.batch():
+            await FileImporter(writer, grown).step()
+    finally:
+        await writer.close()
+    grown.write_bytes(b"".join(lines))
+    resumed = await _context_after_import(store, grown, batch=True)
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    live = await _context_after_import(tmp_path / "live.db", whole, batch=False)
+    assert resumed == live
