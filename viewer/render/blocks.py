@@ -409,7 +409,7 @@ def _boundary(block: Block, data: BlockData, ctx: RenderContext, width: int) -> 
             first, last, total = r.get("first"), r.get("last"), r.get("total")
             span = f"{first}-{last} of {total}" if total else "empty"
             t = Text(
-                f"  {str(r.get('path', ''))[:60]:<{wpath}}  {span:<18} {str(r.get('sha', ''))[:8]:<8}  ",
+                f"  {_tail(str(r.get('path', '')), 60):<{wpath}}  {span:<18} {str(r.get('sha', ''))[:8]:<8}  ",
                 end="",
             )
             rid = r.get("rid")
@@ -419,3 +419,8 @@ def _boundary(block: Block, data: BlockData, ctx: RenderContext, width: int) -> 
             out.append(t)
     out.append(Text(end=""))
     return out
+
+
+def _tail(path: str, width: int) -> str:
+    """A long path's end, which names the file: `…/strategy/manual_commit.go`."""
+    return path if len(path) <= width else "…" + path[-(width - 1) :]

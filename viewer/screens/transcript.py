@@ -171,7 +171,8 @@ class TranscriptScreen(Screen[None]):
             parts.append("loading earlier rows…")
         parts.append("stored text" if view.stored_mode else "the model's view")
         if view.outline.boundaries:
-            parts.append(f"{len(view.outline.boundaries)} compactions")
+            n = len(view.outline.boundaries)
+            parts.append(f"{n} compaction{'s' if n != 1 else ''}")
         if self.hits:
             parts.append(f"hit {self.hit + 1}/{len(self.hits)} for {self.search_query!r}")
         elif self.search_query:
