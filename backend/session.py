@@ -12,78 +12,36 @@ import hashlib
 import json
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import edits
 from .config import Config
 from .context import ContextState, load_texts, render_context
+from .edits import EDIT_TOOLS
+from .result import Result, sha256_text
 from .rules import brackets
 from .rules.cap import cap
 from .rules.compaction import compaction_text
 from .rules.context import Usage
 from .rules.dedupe import DedupeTable, ReadEntry, ResultEntry, args_key
-from .rules.diff import counts, unified
 from .rules.ids import format_id, parse_id
-from .rules.lines import count_lines, decode, looks_binary, numbered, split_lines, window_lines
+from .rules.lines import decode, looks_binary, numbered, split_lines, window_lines
 from .store.reader import Reader
 from .store.records import Body, Event
 from .store.writer import Writer
 from .tools import ToolError
 from .tools import bash as bash_tool
-from .tools import edit as edit_tool
-from .tools import patch as patch_tool
 from .tools import search as search_tool
 from .tools.workspace import Workspace
 
 TOOLS = ("read", "write", "edit", "multiedit", "apply_patch", "list", "glob", "grep", "bash",
          "recall")  # fmt: skip
-EDIT_TOOLS = frozenset({"write", "edit", "multiedit", "apply_patch"})
-
-
-def sha256_text(text: str) -> str:
-    """The hash a same-result comparison uses, in chunks so a 200 MB output is never copied whole."""
-    h = hashlib.sha256()
-    step = 1 << 20
-    for i in range(0, len(text), step):
-        h.update(text[i : i + step].encode("utf-8", errors="surrogatepass"))
-    return h.hexdigest()
 
 
 def new_session_id() -> str:
     """Sortable and readable: `20261129-184455-3fa2c1`."""
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
-
-
-@dataclass
-class Result:
-    """One result as built by the rules, before it is stored."""
-
-    rid: int
-    tool: str
-    shown: str  # the exact text the model is given
-    stored: str  # the full text: before any cap; for a stub, the text it stands for
-    rkind: str
-    points_to: int | None = None
-    capped: bool = False
-    elided_lines: int | None = None
-    path: str | None = None
-    line_from: int | None = None
-    line_to: int | None = None
-    line_total: int | None = None
-    sha: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def event(self, ts: float, call_ref: str | None, seen: int | None) -> Event:
-        return Event(
-            ts=ts, kind="result", tool=self.tool, call_ref=call_ref, rid=self.rid,
-            rkind=self.rkind, points_to=self.points_to, capped=int(self.capped),
-            elided_lines=self.elided_lines, path=self.path, line_from=self.line_from,
-            line_to=self.line_to, line_total=self.line_total, sha=self.sha,
-            shown_chars=len(self.shown), shown_lines=count_lines(self.shown),
-            stored_chars=len(self.stored), stored_lines=count_lines(self.stored),
-            seen_chars=seen, data=json.dumps(self.data) if self.data else None,
-        )  # fmt: skip
 
 
 class Session:
@@ -270,7 +228,7 @@ class Session:
         the tool added (a warning, say) follows the diff (§5)."""
         ref = call_ref or self._call_ref()
         ts = ts if ts is not None else time.time()
-        changes = [_Change(path, key, old, new) for path, key, old, new in files]
+        changes = [edits.Change(path, key, old, new) for path, key, old, new in files]
         result = self._edit_result(tool, changes, notes=[note] if note else [])
         await self._store(result, ref, seen, ts, call=self._call_event(ts, tool, args, ref))
         return result.shown
@@ -611,219 +569,18 @@ class Session:
                       total), body), body, "recall", points_to=target,
                       line_from=offset, line_to=last, line_total=total)  # fmt: skip
 
-    # write, edit, multiedit, apply_patch
+    # write, edit, multiedit, apply_patch (backend/edits.py)
 
     def _edit(self, tool: str, args: dict[str, Any]) -> Result:
-        ws = self.workspace
-        if tool == "apply_patch":
-            changes = self._patch_changes(args.get("patch", args.get("input")))
-        else:
-            path = args.get("path", args.get("file_path"))
-            real, old_bytes = ws.read_text_or_none(path)  # type: ignore[arg-type]
-            key = ws.relative(real)
-            if tool == "write":
-                content = args.get("content")
-                if not isinstance(content, str):
-                    raise ToolError("error.bad_args", detail="content must be a string")
-                old = decode(old_bytes) if old_bytes is not None else None
-                changes = [_Change(path, key, old, content, real, old_bytes)]
-            else:
-                if old_bytes is None:
-                    raise ToolError("error.no_file", path=path)
-                old = _strict_text(old_bytes, path)
-                if tool == "edit":
-                    new = edit_tool.replace(old, args.get("old_string"),  # type: ignore[arg-type]
-                                            args.get("new_string"),  # type: ignore[arg-type]
-                                            bool(args.get("replace_all", False)), path)  # fmt: skip
-                else:
-                    new = edit_tool.apply_edits(old, args.get("edits"), path)
-                changes = [_Change(path, key, old, new, real, old_bytes)]
-        for ch in changes:
-            if ch.new is not None and not _encodable(ch.new):
-                raise ToolError("error.bad_args", detail="the new text is not valid Unicode "
-                                "(it holds a lone surrogate)")  # fmt: skip
-        notes = self._outside_notes(changes)
-        _commit_changes(changes)  # all checks passed: now the workspace changes
+        changes = edits.changes_for(tool, args, self.workspace)
+        notes = edits.outside_notes(changes, self._known, self.config)
+        edits.commit(changes)  # all checks passed: now the workspace changes
         return self._edit_result(tool, changes, notes)
 
-    def _patch_changes(self, patch: Any) -> list[_Change]:
-        ops = patch_tool.parse(patch)
-        ws = self.workspace
-        state: dict[Path, str | None] = {}  # the patch's view of each file as it goes
-        originals: dict[Path, bytes | None] = {}
-        changes: list[_Change] = []
-
-        lossy: set[Path] = set()  # files on disk that are not UTF-8: an update would mangle them
-
-        def current(real: Path) -> str | None:
-            if real not in state:
-                data = real.read_bytes() if real.is_file() else None
-                originals[real] = data
-                state[real] = None if data is None else decode(data)
-                if data is not None and "\ufffd" in state[real] and not _is_utf8(data):
-                    lossy.add(real)
-            return state[real]
-
-        for op in ops:
-            real = ws.resolve(op.path)
-            if real.is_dir():
-                raise ToolError("error.is_directory", path=op.path)
-            if real.exists() and not real.is_file():
-                raise ToolError("error.not_regular", path=op.path)
-            old = current(real)
-            key = ws.relative(real)
-            if op.kind == "add":
-                if old is not None:
-                    raise ToolError("error.bad_patch", detail=f"{op.path} already exists")
-                state[real] = op.content
-                lossy.discard(real)
-                changes.append(_Change(op.path, key, None, op.content, real, None))
-            elif op.kind == "delete":
-                if old is None:
-                    raise ToolError("error.no_file", path=op.path)
-                state[real] = None
-                changes.append(_Change(op.path, key, old, None, real, originals.get(real)))
-            else:
-                if old is None:
-                    raise ToolError("error.no_file", path=op.path)
-                if real in lossy:
-                    raise ToolError("error.not_utf8", path=op.path)
-                new = patch_tool.apply_chunks(old, op.chunks, op.path)
-                if op.move_to:
-                    dest = ws.resolve(op.move_to)
-                    if current(dest) is not None:
-                        raise ToolError("error.bad_patch", detail=f"{op.move_to} already exists")
-                    state[real], state[dest] = None, new
-                    changes.append(_Change(op.path, key, old, new, real, originals.get(real),
-                                           moved_to=op.move_to, dest=dest,
-                                           dest_key=ws.relative(dest)))  # fmt: skip
-                else:
-                    state[real] = new
-                    changes.append(_Change(op.path, key, old, new, real, originals.get(real)))
-        return changes
-
-    def _outside_notes(self, changes: list[_Change]) -> list[str]:
-        """A note when a file changed on disk since this session last saw it (§5's tool note)."""
-        notes = []
-        for ch in changes:
-            if ch.old_bytes is None or ch.key not in self._known:
-                continue
-            sha, rid = self._known[ch.key]
-            if hashlib.sha256(ch.old_bytes).hexdigest() != sha:
-                notes.append(self.config.text("text.changed_outside", path=ch.path,
-                                              ref=self.ref(rid)))  # fmt: skip
-        return notes
-
-    def _edit_result(self, tool: str, changes: list[_Change], notes: list[str]) -> Result:
-        """§5: the bracket with the path and the new content's hash, then the diff."""
-        rid = self._take_id()
-        ref = self.ref(rid)
-        sha_digits = self.config["sha_digits"]
-        parts: list[str] = []
-        files: list[dict[str, Any]] = []
-        added = removed = 0
-        for ch in changes:
-            new_sha = None if ch.new is None else sha256_text(ch.new)
-            bracket = brackets.file_change(ch.path, new_sha[:sha_digits] if new_sha else None,
-                                           moved_to=ch.moved_to)  # fmt: skip
-            if ch.new is None:
-                parts.append(bracket)
-                diff = unified(ch.old or "", "")
-                kind = "deleted"
-            elif ch.old is None:
-                n = count_lines(ch.new)
-                sentence = (self.config.text("text.created_one") if n == 1
-                            else self.config.text("text.created", n=n))  # fmt: skip
-                parts.append(brackets.with_sentence(bracket, sentence))
-                diff = unified("", ch.new)
-                kind = "created"
-            else:
-                diff = unified(ch.old, ch.new)
-                parts.append(
-                    brackets.with_body(bracket, diff)
-                    if diff
-                    else brackets.with_sentence(bracket, self.config["text.no_change"])
-                )
-                kind = "moved" if ch.moved_to else "edit"
-            plus, minus = counts(diff)
-            added, removed = added + plus, removed + minus
-            files.append({"path": ch.moved_to or ch.path, "from": ch.path if ch.moved_to else None,
-                          "sha": new_sha, "kind": kind, "added": plus, "removed": minus,
-                          "key": ch.dest_key or ch.key,
-                          "from_key": ch.key if ch.dest_key else None})  # fmt: skip
-            if ch.dest_key:
-                self._known.pop(ch.key, None)
-            if new_sha is not None:
-                self._known[ch.dest_key or ch.key] = (new_sha, rid)
-            else:
-                self._known.pop(ch.key, None)
-        data = {"files": files, "added": added, "removed": removed}
-        if len(changes) == 1:
-            # One file: the id joins that file's bracket, `[#e201 src/app.ts sha 7d0a91c3]`.
-            first, _, rest = parts[0].partition("\n")
-            head = "[" + ref + " " + first[1:]
-            body = "\n".join(filter(None, [rest, *notes]))
-            rkind = files[0]["kind"]
-            f0 = files[0]
-            facts = {"path": f0["path"], "sha": f0["sha"]}
-        else:
-            head = brackets.plain(ref)
-            body = "\n".join([*parts, *notes])
-            rkind = "patch"
-            facts = {}
-        capped = cap(body, ref, self.config) if body else None
-        shown = brackets.with_body(head, capped.text if capped else body)
-        return Result(rid, tool, shown, body, rkind, capped=capped is not None,
-                        elided_lines=capped.elided if capped else None, data=data,
-                        **facts)  # fmt: skip
-
-
-@dataclass
-class _Change:
-    path: str
-    key: str
-    old: str | None
-    new: str | None
-    real: Path | None = None
-    old_bytes: bytes | None = None
-    moved_to: str | None = None
-    dest: Path | None = None
-    dest_key: str | None = None
-
-
-def _commit_changes(changes: list[_Change]) -> None:
-    """Write the new contents; every check has already passed, so the change is all or nothing."""
-    for ch in changes:
-        assert ch.real is not None
-        target = ch.dest or ch.real
-        if ch.new is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(ch.new, encoding="utf-8", newline="")
-        if ch.new is None or ch.dest is not None:
-            ch.real.unlink(missing_ok=True)
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _strict_text(data: bytes, path: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ToolError("error.not_utf8", path=path) from None
+    def _edit_result(self, tool: str, changes: list[edits.Change], notes: list[str]) -> Result:
+        result = edits.edit_result(self._take_id(), tool, changes, notes, self.config)
+        edits.remember(self._known, result.data["files"], result.rid)
+        return result
 
 
 def _whole(value: Any, name: str) -> int:
