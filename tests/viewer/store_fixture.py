@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -9,6 +11,9 @@ from backend.session import Session
 from backend.store import Writer
 
 STARTED = 1_764_000_000.0  # fixed, so nothing on screen depends on when the test runs
+# Elision at a small scale: a few dozen steps of 60-line outputs take strides.
+ELIDE = {"elide.enabled": True, "elide.threshold_chars": 2000, "elide.min_chars": 200,
+         "elide.stride": 4, "elide.keep": 2}  # fmt: skip
 
 APP_PY = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(30))
 UTIL_PY = (
@@ -91,3 +96,19 @@ async def fill(tmp: Path, *, end: bool = False) -> Filled:
         await s.end(ts=tick())
     await writer.close()
     return Filled(store, ws, s.id, ids)
+
+
+@asynccontextmanager
+async def long_session(
+    tmp: Path, session_id: str, config: dict[str, object] | None
+) -> AsyncIterator[tuple[Path, Session]]:
+    """A store with one session over an empty workspace, the user's first message given: the
+    long sessions the elision tests fill step by step. The writer closes on leaving."""
+    ws = tmp / "ws"
+    ws.mkdir()
+    store = tmp / "store.db"
+    async with await Writer.open(store) as writer:
+        s = await Session.start(writer, ws, title="long", session_id=session_id,
+                                started=STARTED, config=config)  # fmt: skip
+        await s.message("user", "Work through the steps.")
+        yield store, s

@@ -7,29 +7,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from store_fixture import ELIDE, long_session
 from viewer_helpers import block_by_rid, ready, settle, wait_for
 
 from backend.config import Config
 from backend.context import load_texts, render_context, replay
-from backend.session import Session
-from backend.store import Reader, Writer
+from backend.store import Reader
 from viewer.app import CtxviewApp
 from viewer.screens.context import ContextScreen
 from viewer.widgets.context_panel import ContextPanel, bucketed, sparkline
 
 SIZE = (140, 50)
-ELIDE = {"elide.enabled": True, "elide.threshold_chars": 2000, "elide.min_chars": 200,
-         "elide.stride": 4, "elide.keep": 2}  # fmt: skip
 
 
 async def _fill(tmp: Path, config: dict[str, object] | None) -> tuple[Path, str]:
-    ws = tmp / "ws"
-    ws.mkdir()
-    store = tmp / "store.db"
-    async with await Writer.open(store) as writer:
-        s = await Session.start(writer, ws, title="long", session_id="s-ctx",
-                                started=1_764_000_000.0, config=config)  # fmt: skip
-        await s.message("user", "Work through the steps.")
+    async with long_session(tmp, "s-ctx", config) as (store, s):
         for i in range(24):
             await s.context()
             usage = {"input_tokens": 10, "output_tokens": 20, "cache_read_tokens": 900 + 100 * i,

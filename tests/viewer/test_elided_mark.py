@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from store_fixture import ELIDE, long_session
 from viewer_helpers import block_by_rid, ready, settle, wait_for
 
 from backend.session import Session
@@ -14,8 +15,6 @@ from viewer.app import CtxviewApp
 from viewer.widgets.transcript_view import TranscriptView
 
 SIZE = (120, 40)
-ELIDE = {"elide.enabled": True, "elide.threshold_chars": 2000, "elide.min_chars": 200,
-         "elide.stride": 4, "elide.keep": 2}  # fmt: skip
 
 
 async def _steps(s: Session, first: int, last: int) -> None:
@@ -26,13 +25,7 @@ async def _steps(s: Session, first: int, last: int) -> None:
 
 
 async def _fill(tmp: Path) -> tuple[Path, str]:
-    ws = tmp / "ws"
-    ws.mkdir()
-    store = tmp / "store.db"
-    async with await Writer.open(store) as writer:
-        s = await Session.start(writer, ws, title="long", session_id="s-el",
-                                started=1_764_000_000.0, config=ELIDE)  # fmt: skip
-        await s.message("user", "Work through the steps.")
+    async with long_session(tmp, "s-el", ELIDE) as (store, s):
         await _steps(s, 0, 16)
         return store, s.id
 
