@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from engine_helpers import workspace_and_writer
 
 from backend.session import Session
 from backend.store.writer import Writer
@@ -22,19 +23,13 @@ OUTPUT = "\n".join(f"L{i}" for i in range(1, 501))
 
 
 async def _write_store(root: Path) -> None:
-    ws = root / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("a\nb\nc\n", encoding="utf-8")
-    writer = await Writer.open(root / "store.db")
-    try:
+    async with workspace_and_writer(root, {"a.txt": "a\nb\nc\n"}, "store.db") as (ws, writer):
         s = await Session.start(writer, ws, title="first", session_id=FIRST, started=1000.0)
         await s.run("read", {"path": "a.txt"})  # #1000
         await s.insert("bash", {"command": "seq"}, OUTPUT)  # #1001, capped
         await s.end(ts=2000.0)
         s = await Session.start(writer, ws, title="second", session_id=SECOND, started=3000.0)
         await s.insert("fetch", {"url": "u"}, "hello")  # #1000 of the second session
-    finally:
-        await writer.close()
 
 
 @pytest.fixture(scope="module")

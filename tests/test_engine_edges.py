@@ -5,44 +5,33 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine_helpers import workspace_and_writer
+
 from backend.session import Session
 from backend.store.writer import Writer
 
 
 async def test_write_of_a_lone_surrogate_is_refused_and_changes_nothing(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("keep\n", encoding="utf-8")
-    writer = await Writer.open(tmp_path / "s.db")
-    try:
+    async with workspace_and_writer(tmp_path, {"a.txt": "keep\n"}) as (ws, writer):
         s = await Session.start(writer, ws)
         for path in ("a.txt", "new.txt"):
             text = await s.run("write", {"path": path, "content": "x\ud800y"})
             assert text.endswith("the new text is not valid Unicode (it holds a lone surrogate).")
         assert (ws / "a.txt").read_text(encoding="utf-8") == "keep\n"
         assert not (ws / "new.txt").exists()
-    finally:
-        await writer.close()
 
 
 async def test_insert_edit_puts_the_note_after_the_diff(tmp_path: Path) -> None:
-    writer = await Writer.open(tmp_path / "s.db")
-    try:
+    async with await Writer.open(tmp_path / "s.db") as writer:
         s = await Session.start(writer, tmp_path)
         text = await s.insert_edit("edit", {"path": "a"}, [("a", "a", "x\n", "y\n")],
                                    note="Warning: a skill file was written outside skill_manage.")  # fmt: skip
         assert text.split("\n")[1:] == ["@@ -1 +1 @@", "-x", "+y",
                                         "Warning: a skill file was written outside skill_manage."]  # fmt: skip
-    finally:
-        await writer.close()
 
 
 async def test_resumed_session_keeps_ids_stubs_and_its_own_edits(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("a\nb\n", encoding="utf-8")
-    writer = await Writer.open(tmp_path / "s.db")
-    try:
+    async with workspace_and_writer(tmp_path, {"a.txt": "a\nb\n"}) as (ws, writer):
         s = await Session.start(writer, ws)
         await s.run("read", {"path": "a.txt"})  # #1000
         await s.run("read", {"path": "a.txt", "offset": 2})  # #1001, a stub
@@ -58,13 +47,10 @@ async def test_resumed_session_keeps_ids_stubs_and_its_own_edits(tmp_path: Path)
         (ws / "a.txt").write_text("A\nB\nc\n", encoding="utf-8")
         edit = await again.run("edit", {"path": "a.txt", "old_string": "c", "new_string": "C"})
         assert edit.endswith("Note: a.txt changed outside this session since #1005.")
-    finally:
-        await writer.close()
 
 
 async def test_a_note_on_a_search_is_kept_and_compared(tmp_path: Path) -> None:
-    writer = await Writer.open(tmp_path / "s.db")
-    try:
+    async with await Writer.open(tmp_path / "s.db") as writer:
         s = await Session.start(writer, tmp_path)
         assert await s.insert("grep", {"p": 1}, "hit", note="Note: 1 file skipped.") == (
             "[#1000]\nhit\nNote: 1 file skipped."
@@ -73,5 +59,3 @@ async def test_a_note_on_a_search_is_kept_and_compared(tmp_path: Path) -> None:
             "[#1001] Same result as #1000."
         )
         assert await s.insert("grep", {"p": 1}, "hit") == "[#1002]\nhit"
-    finally:
-        await writer.close()
