@@ -17,6 +17,19 @@ def pair(letter, output=X60):
     return [{"message": letter, "role": "assistant"}, {"call": "t", "args": {}, "output": output}]
 
 
+def pairs(letters):
+    """One assistant message and one 60-char tool result per letter."""
+    return [step for letter in letters for step in pair(letter)]
+
+
+def add(name, section, config, steps, files=None):
+    """One case, its keys in the order the case format lists them."""
+    case = {"name": name, "section": section, "config": config}
+    if files is not None:
+        case["files"] = files
+    cases.append({**case, "steps": steps})
+
+
 def stub(rid, chars, what):
     return f"tool: [#{rid} elided: {chars:,} chars of {what}; recall #{rid} to see it]"
 
@@ -33,9 +46,7 @@ cases = []
 
 # Threshold: nothing is elided until the context (before elision) is longer than the threshold.
 # Sizes: "user: go" 8; each pair adds "assistant: a\ncall t {}" 22 and "tool: [#1000]\n"+60 x = 74.
-steps = [{"message": "go"}]
-for L in "abc":
-    steps += pair(L)
+steps = [{"message": "go"}, *pairs("abc")]
 # n = 7 messages, 8 + 3*(22+74) + 6 newlines = 302 chars: not past 310.
 steps.append(
     {
@@ -65,19 +76,15 @@ steps.append(
     }
 )
 steps.append({"state": {"elided": ["#1000"], "strides": 1, "boundary": 4, "requests": 4}})
-cases.append(
-    {
-        "name": "nothing_is_elided_below_the_threshold_then_old_results_leave_as_stubs",
-        "section": "elide: threshold",
-        "config": {**ON, "elide.threshold_chars": 310},
-        "steps": steps,
-    }
+add(
+    "nothing_is_elided_below_the_threshold_then_old_results_leave_as_stubs",
+    "elide: threshold",
+    {**ON, "elide.threshold_chars": 310},
+    steps,
 )
 
 # Off by default: the same session with no config sends everything.
-steps = [{"message": "go"}]
-for L in "abcd":
-    steps += pair(L)
+steps = [{"message": "go"}, *pairs("abcd")]
 steps.append(
     {
         "context": "\n".join(
@@ -96,18 +103,11 @@ steps.append(
     }
 )
 steps.append({"state": {"elided": [], "strides": 0}})
-cases.append(
-    {
-        "name": "elision_is_off_by_default",
-        "section": "elide: opt-in",
-        "config": {
-            "elide.threshold_chars": 10,
-            "elide.min_chars": 20,
-            "elide.stride": 4,
-            "elide.keep": 2,
-        },
-        "steps": steps,
-    }
+add(
+    "elision_is_off_by_default",
+    "elide: opt-in",
+    {"elide.threshold_chars": 10, "elide.min_chars": 20, "elide.stride": 4, "elide.keep": 2},
+    steps,
 )
 
 # The staircase: stride 4, keep 2, threshold crossed at once. Results sit at indices 2, 4, 6, ...
@@ -127,13 +127,11 @@ for k, L in enumerate("abcdefg"):
     steps.append({"context": {"starts": "user: go"}})
     b, s, e = expect[k]
     steps.append({"state": {"boundary": b, "strides": s, "elided": e, "requests": k + 1}})
-cases.append(
-    {
-        "name": "the_window_moves_only_in_whole_strides",
-        "section": "elide: staircase",
-        "config": {**ON, "elide.threshold_chars": 100},
-        "steps": steps,
-    }
+add(
+    "the_window_moves_only_in_whole_strides",
+    "elide: staircase",
+    {**ON, "elide.threshold_chars": 100},
+    steps,
 )
 
 # Short results stay whole: a result of at most elide.min_chars is never a stub.
@@ -142,8 +140,7 @@ steps = [
     {"message": "a", "role": "assistant"},
     {"call": "t", "args": {}, "output": "ok"},
 ]
-for L in "bcd":
-    steps += pair(L)
+steps += pairs("bcd")
 # Results: #1000 "ok" (10 chars, index 2), #1001 index 4, #1002 index 6, #1003 index 8. n = 9.
 # Size 8 + (22+16) + 3*(22+74) + 8 = 342 > 100: boundary 4: #1000 stays (short), nothing else.
 steps.append(
@@ -164,14 +161,7 @@ steps.append(
     }
 )
 steps.append({"state": {"elided": [], "boundary": 4, "strides": 0}})
-cases.append(
-    {
-        "name": "short_results_stay_whole",
-        "section": "elide: min_chars",
-        "config": {**ON, "elide.threshold_chars": 100},
-        "steps": steps,
-    }
-)
+add("short_results_stay_whole", "elide: min_chars", {**ON, "elide.threshold_chars": 100}, steps)
 
 # Pure stubs: a read elided once is sent with the same bytes on every later request.
 lines = "\n".join(f"line {n}" for n in range(1, 11)) + "\n"
@@ -186,27 +176,22 @@ steps = [
     {"message": "a", "role": "assistant"},
     {"call": "read", "args": {"path": "a.txt"}},
 ]
-for L in "bcd":
-    steps += pair(L)
+steps += pairs("bcd")
 steps.append({"context": {"starts": "\n".join(head) + "\n"}})
 for L in "efgh":
     steps += pair(L)
     steps.append({"context": {"starts": "\n".join(head) + "\n"}})
 steps.append({"state": {"elided": ["#1000", "#1001", "#1002", "#1003", "#1004"], "strides": 3}})
-cases.append(
-    {
-        "name": "a_stub_is_the_same_bytes_on_every_later_request",
-        "section": "elide: pure stubs",
-        "config": {**ON, "elide.threshold_chars": 100},
-        "files": {"a.txt": lines},
-        "steps": steps,
-    }
+add(
+    "a_stub_is_the_same_bytes_on_every_later_request",
+    "elide: pure stubs",
+    {**ON, "elide.threshold_chars": 100},
+    steps,
+    files={"a.txt": lines},
 )
 
 # Recall brings an elided result back, whole, as a new result at the end of the context.
-steps = [{"message": "go"}]
-for L in "abc":
-    steps += pair(L)
+steps = [{"message": "go"}, *pairs("abc")]
 steps.append({"context": {"contains": [stub(1000, 68, "t")]}})
 steps.append({"message": "e", "role": "assistant"})
 steps.append(
@@ -225,29 +210,24 @@ steps.append(
         }
     }
 )
-cases.append(
-    {
-        "name": "recall_brings_an_elided_result_back",
-        "section": "elide: recall",
-        "config": {**ON, "elide.threshold_chars": 100},
-        "steps": steps,
-    }
+add(
+    "recall_brings_an_elided_result_back",
+    "elide: recall",
+    {**ON, "elide.threshold_chars": 100},
+    steps,
 )
 
 # Compaction replaces the context and starts the window afresh: the session must cross the
 # threshold again before anything is elided. Before: n = 9, 400 chars > 350 -> #1000 elided.
 # After: "user: summary" (13) + 3 pairs = 13 + 288 + 6 = 307 <= 350: nothing elided, although a
 # window that stayed crossed would now elide #1004 (index 2, boundary 4).
-steps = [{"message": "go"}]
-for L in "abcd":
-    steps += pair(L)
+steps = [{"message": "go"}, *pairs("abcd")]
 steps.append({"context": {"contains": [stub(1000, 68, "t")]}})
 steps.append({"state": {"elided": ["#1000"], "boundary": 4}})
 steps.append({"compact": "summary", "expect": "summary"})
 steps.append({"context": "user: summary"})
 steps.append({"state": {"elided": [], "boundary": 0}})
-for L in "efg":
-    steps += pair(L)
+steps += pairs("efg")
 steps.append(
     {
         "context": "\n".join(
@@ -267,13 +247,11 @@ steps.append(
         }
     }
 )
-cases.append(
-    {
-        "name": "compaction_starts_the_window_afresh",
-        "section": "elide: compaction",
-        "config": {**ON, "elide.threshold_chars": 350},
-        "steps": steps,
-    }
+add(
+    "compaction_starts_the_window_afresh",
+    "elide: compaction",
+    {**ON, "elide.threshold_chars": 350},
+    steps,
 )
 
 # The compaction trigger: compaction.above_tokens, tested at user and tool-result boundaries,
@@ -284,13 +262,11 @@ steps += pair("b")
 steps.append({"state": {"compact_due": True}})
 steps.append({"compact": "summary"})
 steps.append({"state": {"compact_due": False}})
-cases.append(
-    {
-        "name": "compaction_is_due_above_the_token_threshold",
-        "section": "compaction trigger",
-        "config": {"compaction.above_tokens": 30},
-        "steps": steps,
-    }
+add(
+    "compaction_is_due_above_the_token_threshold",
+    "compaction trigger",
+    {"compaction.above_tokens": 30},
+    steps,
 )
 
 # With usage known, the context's tokens are the last request's prompt tokens (input + cache
@@ -310,13 +286,11 @@ steps = [
     {"call": "t", "args": {}, "output": X60},
     {"state": {"compact_due": True, "requests": 1}},
 ]
-cases.append(
-    {
-        "name": "usage_counts_the_tokens_when_known",
-        "section": "compaction trigger",
-        "config": {"compaction.above_tokens": 120},
-        "steps": steps,
-    }
+add(
+    "usage_counts_the_tokens_when_known",
+    "compaction trigger",
+    {"compaction.above_tokens": 120},
+    steps,
 )
 
 doc = {
