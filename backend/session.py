@@ -4,6 +4,7 @@ Its face, for a harness and for the rest of ctxview: `Session.start` over a stor
 workspace, then `run` (the engine executes the tool), `insert` (the harness ran it), `message`
 and `compact`. Each returns the exact text the model is given, and every step is committed to
 the store before it returns, so another process reading the store sees it at once.
+The edit tools' changes and answer are built in `edits.py`; a result as built, in `result.py`.
 """
 
 from __future__ import annotations
