@@ -22,7 +22,9 @@ async def _check(args: argparse.Namespace) -> str | None:
     an unknown session, an id that is not there."""
     path = store_path(args)
     if not path.exists():
-        raise CliError(f"There is no store at {path}; run `ctxview demo` to make one.")
+        raise CliError(
+            f"There is no store at {path}; `ctxview demo` or `ctxview import PATH` makes one."
+        )
     reader = await Reader.open(path)
     try:
         session_id = None

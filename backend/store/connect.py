@@ -33,7 +33,9 @@ async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
     if create:
         prepare(path)
     elif not path.exists():
-        raise StoreError(f"There is no store at {path}.")
+        raise StoreError(
+            f"There is no store at {path}; `ctxview demo` or `ctxview import PATH` makes one."
+        )
     conn = aiosqlite.connect(path, isolation_level=None)
     try:
         await conn
