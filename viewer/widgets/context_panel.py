@@ -215,6 +215,10 @@ class ContextPanel(Widget):
         self.figures = ContextFigures.for_session(overrides)
         self.loaded = False
         self._cursor: tuple[int | None, int | None] = (None, None)
+        # Textual asks for the height and then the render each frame: build the text once per
+        # (figures, cursor, width), not twice.
+        self._version = 0
+        self._text: tuple[tuple[int, int | None, int | None, int], Text] | None = None
 
     def on_mount(self) -> None:
         self.run_worker(self._load(), group="context-panel", exclusive=True)
@@ -225,10 +229,12 @@ class ContextPanel(Widget):
     async def _load(self) -> None:
         await self.figures.load(self.app.reader, self.session_id)  # type: ignore[attr-defined]
         self.loaded = True
+        self._version += 1
         self.refresh(layout=True)
 
     async def _poll_store(self) -> None:
         if self.loaded and await self.figures.load(self.app.reader, self.session_id):  # type: ignore[attr-defined]
+            self._version += 1
             self.refresh(layout=True)
 
     def _poll_cursor(self) -> None:
@@ -247,19 +253,20 @@ class ContextPanel(Widget):
             return None, None
         return (block.rseq or block.seq), block.rid
 
-    def current_request(self) -> int:
-        seq, _ = self.cursor()
-        return self.figures.request_at(seq) if seq is not None else len(
-            self.figures.requests("hygiene"))  # fmt: skip
-
     def render(self) -> Text:
+        return self._panel_text(self.size.width or 100)
+
+    def get_content_height(self, container: Any, viewport: Any, width: int) -> int:
+        return len(self._panel_text(self.size.width or 100).plain.split("\n"))
+
+    def _panel_text(self, width: int) -> Text:
         if not self.loaded:
             return Text("Replaying the session's requests…", "dim")
         seq, rid = self.cursor()
-        return panel_text(self.figures, self.size.width or 100, seq, rid, self.digits)
-
-    def get_content_height(self, container: Any, viewport: Any, width: int) -> int:
-        return len(self.render().plain.split("\n"))
+        key = (self._version, seq, rid, width)
+        if self._text is None or self._text[0] != key:
+            self._text = (key, panel_text(self.figures, width, seq, rid, self.digits))
+        return self._text[1]
 
 
 async def toggle_panel(screen: TranscriptScreen) -> None:
