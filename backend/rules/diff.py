@@ -34,6 +34,27 @@ class _TooMuchWork(Exception):
     pass
 
 
+def _keep_run_ends(d: list[int], start: int, step: int, length: int) -> None:
+    """From one end of a run of provisional discards (2) inward, keep them (0) until real
+    discards (1) take over: three in a row, or one once 8 lines in (diffutils does this from
+    the start of the run forward, then from its end backward)."""
+    j = consec = 0
+    while j < length:
+        k = start + step * j
+        if j >= 8 and d[k] == 1:
+            break
+        if d[k] == 2:
+            consec = 0
+            d[k] = 0
+        elif d[k] == 0:
+            consec = 0
+        else:
+            consec += 1
+        if consec == 3:
+            break
+        j += 1
+
+
 def unified(old: str, new: str, context: int = 3) -> str:
     """The hunks of `diff -U3 old new` without the two file-header lines; "" when equal."""
     if old == new:
@@ -246,35 +267,9 @@ def _discard_confusing(x: list[int], y: list[int], changed: list[list[bool]]) ->
                             elif consec > minimum:
                                 d[i + j] = 0
                         j += 1
-                    j = consec = 0
-                    while j < length:
-                        if j >= 8 and d[i + j] == 1:
-                            break
-                        if d[i + j] == 2:
-                            consec = 0
-                            d[i + j] = 0
-                        elif d[i + j] == 0:
-                            consec = 0
-                        else:
-                            consec += 1
-                        if consec == 3:
-                            break
-                        j += 1
+                    _keep_run_ends(d, i, 1, length)
                     i += length - 1
-                    j = consec = 0
-                    while j < length:
-                        if j >= 8 and d[i - j] == 1:
-                            break
-                        if d[i - j] == 2:
-                            consec = 0
-                            d[i - j] = 0
-                        elif d[i - j] == 0:
-                            consec = 0
-                        else:
-                            consec += 1
-                        if consec == 3:
-                            break
-                        j += 1
+                    _keep_run_ends(d, i, -1, length)
             i += 1
 
     kept: list[list[int]] = [[], []]
