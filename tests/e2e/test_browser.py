@@ -79,20 +79,26 @@ def frame_text(payload: str | bytes) -> str:
     return text
 
 
+def open_page(
+    p: sync_api.Playwright, url: str, frames: list[str]
+) -> tuple[sync_api.Browser, sync_api.Page]:
+    """Debian's Chromium on `url`, every websocket frame's text appended to `frames` (the app
+    is drawn on a canvas, so its text is in the frames, not the page's DOM)."""
+    browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    local_only(page)
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda f: frames.append(frame_text(f))))
+    page.goto(url, wait_until="domcontentloaded")
+    return browser, page
+
+
 def test_served_transcript_in_chromium(served: tuple[str, SmallStore], tmp_path: Path) -> None:
     url, store = served
     ids = [format_id(r) for r in store.rids]
     frames: list[str] = []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
+        browser, page = open_page(p, url, frames)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            local_only(page)
-            page.on(
-                "websocket",
-                lambda ws: ws.on("framereceived", lambda f: frames.append(frame_text(f))),
-            )
-            page.goto(url, wait_until="domcontentloaded")
             seen = ""
             for _ in range(120):  # up to ~30 s on a busy machine
                 page.wait_for_timeout(250)
@@ -121,15 +127,8 @@ def test_served_demo_in_chromium(tmp_path: Path) -> None:
     try:
         wait_for_port(port, proc)
         with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+            browser, page = open_page(p, f"http://127.0.0.1:{port}/", frames)
             try:
-                page = browser.new_page(viewport={"width": 1280, "height": 800})
-                local_only(page)
-                page.on(
-                    "websocket",
-                    lambda ws: ws.on("framereceived", lambda f: frames.append(frame_text(f))),
-                )
-                page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
                 for _ in range(160):
                     page.wait_for_timeout(250)
                     if DEMO_ID.search("".join(frames)):
