@@ -229,14 +229,18 @@ def edit_result(rid: int, tool: str, changes: list[Change], notes: list[str],
 
 def remember(known: dict[str, tuple[str, int]], files: list[dict[str, Any]], rid: int) -> None:
     """Update `known` (key -> (sha, id)) with what an edit's files became, in order: a moved
-    file is gone from its old key, a deleted one from its key, a written one is the new text."""
+    file is gone from its old key, a deleted one from its key, a written one is the new text.
+    Used live after each edit and by `Session.resume` over the stored results."""
     for f in files:
-        if f["from_key"]:
+        if f.get("from_key"):
             known.pop(f["from_key"], None)
-        if f["sha"] is not None:
-            known[f["key"]] = (f["sha"], rid)
+        key = f.get("key")
+        if not key:  # a stored file entry without its key (older data) says nothing
+            continue
+        if f.get("sha"):
+            known[key] = (f["sha"], rid)
         else:
-            known.pop(f["key"], None)
+            known.pop(key, None)
 
 
 def _is_utf8(data: bytes) -> bool:

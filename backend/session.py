@@ -124,15 +124,10 @@ class Session:
                 )
             if ev.sha and "key" in extra:
                 known[extra["key"]] = (ev.sha, ev.rid)
-            for f in extra.get("files", []) if ev.kind == "result" else []:
+            if ev.kind == "result" and ev.rid is not None:
                 # An edit's files: what the session itself wrote there (no "changed outside"
                 # note for its own edits after a restart).
-                if f.get("from_key"):
-                    known.pop(f["from_key"], None)
-                if f.get("key") and f.get("sha"):
-                    known[f["key"]] = (f["sha"], ev.rid)
-                elif f.get("key"):
-                    known.pop(f["key"], None)
+                edits.remember(known, extra.get("files", []), ev.rid)
         session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"],
                       dedupe, known)  # fmt: skip
         if session.context_state.inert and writer.batching:
