@@ -499,3 +499,26 @@ async def test_an_empty_session_fills_live(tmp_path: Path) -> None:
         assert "hello there" in view.screen_text() and "▸ bash echo hi" in view.screen_text()
         assert view.cursor == 1 and view.following
     await writer.close()
+
+
+async def test_the_files_read_table_shows_a_long_paths_end(tmp_path: Path) -> None:
+    """A deep path is cut at its start, so the row still names the file."""
+    ws = tmp_path / "ws"
+    deep = ws / "cmd" / "entire" / "cli" / "strategy" / "very_long_folder_name_for_a_test"
+    deep.mkdir(parents=True)
+    (deep / "manual_commit_handler.go").write_text("package strategy\n")
+    rel = (deep / "manual_commit_handler.go").relative_to(ws).as_posix()
+    assert len(rel) > 60
+    async with await Writer.open(tmp_path / "store.db") as writer:
+        session = await Session.start(writer, ws)
+        await session.run("read", {"path": rel})
+        await session.compact("Summary.")
+    async with CtxviewApp(tmp_path / "store.db", session=session.id).run_test(size=SIZE) as pilot:
+        view = await ready(pilot)
+        await pilot.press("home", "right_square_bracket")
+        boundary = view.cursor_block
+        assert boundary is not None and boundary.kind == "boundary"
+        await settle(pilot, view)
+        text = view.block_text(boundary)
+        assert "…" in text and "manual_commit_handler.go" in text
+        assert "cmd/entire/cli" not in text
