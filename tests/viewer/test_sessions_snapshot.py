@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
 from backend.session import Session
 from backend.store import Writer
@@ -53,10 +54,19 @@ def test_session_list_snapshot(snap_compare, tmp_path: Path, utc: None) -> None:
     async def loaded(pilot: Pilot[None]) -> None:
         screen = pilot.app.screen
         assert isinstance(screen, SessionsScreen)
-        for _ in range(100):
-            if len(screen.session_ids) == 3:
+        table = screen.query_one(DataTable)
+
+        def laid_out() -> bool:
+            # The rows are in, and the table has sized its columns to them (on a busy machine a
+            # frame can show the rows in header-wide columns first).
+            title = next(iter(table.columns.values()))
+            return len(screen.session_ids) == 3 and title.get_render_width(table) > 20
+
+        for _ in range(200):
+            if laid_out():
                 break
             await pilot.pause(0.05)
+        await pilot.pause()
         await pilot.pause()
 
     assert snap_compare(CtxviewApp(store, watch=False), terminal_size=(130, 12), run_before=loaded)
