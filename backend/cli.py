@@ -41,9 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         try:
-            mod = importlib.import_module(f"backend.commands.{module}")
+            mod = importlib.import_module(f"ctxview.backend.commands.{module}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"backend.commands.{module}":
+            if exc.name != f"ctxview.backend.commands.{module}":
                 raise
             continue  # a command not built yet
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -84,6 +84,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     # `python -m backend.cli`: run the imported module's main, so the commands' `CliError`
     # (imported from backend.cli) is the class caught above, not a copy made for __main__.
-    from backend.cli import main as _main
+    from ctxview.backend.cli import main as _main
 
     sys.exit(_main())

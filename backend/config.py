@@ -11,7 +11,7 @@ from typing import Any
 
 @cache
 def _defaults_text() -> str:
-    return resources.files("backend").joinpath("config.json").read_text(encoding="utf-8")
+    return resources.files("ctxview.backend").joinpath("config.json").read_text(encoding="utf-8")
 
 
 def defaults() -> dict[str, Any]:

@@ -28,7 +28,7 @@ DEFAULT_PACE = 1.0
 
 def project_source() -> Path:
     """The sample project shipped as package data."""
-    return Path(str(resources.files("backend") / "demo_project"))
+    return Path(str(resources.files("ctxview.backend") / "demo_project"))
 
 
 def copy_project(dest_parent: Path) -> Path:

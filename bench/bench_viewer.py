@@ -47,8 +47,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from backend.store import SCHEMA_VERSION, Reader, Writer  # noqa: E402
-from backend.store.records import Body, Event  # noqa: E402
+from ctxview.backend.store import SCHEMA_VERSION, Reader, Writer  # noqa: E402
+from ctxview.backend.store.records import Body, Event  # noqa: E402
 
 RESULTS = 100_000
 FIXTURE = Path(tempfile.gettempdir()) / "ctxview-bench-viewer" / "store.db"
@@ -140,8 +140,8 @@ async def visible_ready(view: Any) -> None:
 
 
 async def child_open(store: Path) -> dict[str, Any]:
-    from viewer.app import CtxviewApp
-    from viewer.widgets.transcript_view import TranscriptView
+    from ctxview.viewer.app import CtxviewApp
+    from ctxview.viewer.widgets.transcript_view import TranscriptView
 
     out: dict[str, Any] = {"rss_before_mb": rss_mb()}
     t0 = time.perf_counter()
@@ -184,8 +184,8 @@ async def child_open(store: Path) -> dict[str, Any]:
 
 
 async def child_far(store: Path) -> dict[str, Any]:
-    from viewer.app import CtxviewApp
-    from viewer.widgets.transcript_view import TranscriptView
+    from ctxview.viewer.app import CtxviewApp
+    from ctxview.viewer.widgets.transcript_view import TranscriptView
 
     out: dict[str, Any] = {}
     oldest = 0x1000
@@ -233,7 +233,7 @@ async def child_far(store: Path) -> dict[str, Any]:
 
 async def append_cost(view: Any, rounds: int = 200) -> float:
     """Median ms to append one message row and render the visible lines."""
-    from viewer.render.outline import OUTLINE_COLUMNS
+    from ctxview.viewer.render.outline import OUTLINE_COLUMNS
 
     times = []
     for _ in range(rounds):
@@ -252,8 +252,8 @@ async def append_cost(view: Any, rounds: int = 200) -> float:
 
 async def child_small(store: Path) -> dict[str, Any]:
     """Append cost with 100 rows: a session of 100 rows in a store of its own."""
-    from viewer.app import CtxviewApp
-    from viewer.widgets.transcript_view import TranscriptView
+    from ctxview.viewer.app import CtxviewApp
+    from ctxview.viewer.widgets.transcript_view import TranscriptView
 
     small = Path(tempfile.mkdtemp()) / "small.db"
     writer = await Writer.open(small)
@@ -278,8 +278,8 @@ async def child_small(store: Path) -> dict[str, Any]:
 
 
 async def child_live(store: Path, count: int, rate: float) -> dict[str, Any]:
-    from viewer.app import CtxviewApp
-    from viewer.widgets.transcript_view import TranscriptView
+    from ctxview.viewer.app import CtxviewApp
+    from ctxview.viewer.widgets.transcript_view import TranscriptView
 
     seen: dict[int, float] = {}  # the screen refreshed after the row was added
     added: dict[int, float] = {}  # the row added to the transcript
@@ -331,7 +331,7 @@ async def child_live(store: Path, count: int, rate: float) -> dict[str, Any]:
 
 async def insert(store: Path, count: int, rate: float) -> None:
     """The other process: the engine inserting `rate` results a second."""
-    from backend.session import Session
+    from ctxview.backend.session import Session
 
     writer = await Writer.open(store)
     s = await Session.resume(writer, LIVE_SESSION)

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from backend.store.writer import Writer
+from ctxview.backend.store.writer import Writer
 
 
 @asynccontextmanager

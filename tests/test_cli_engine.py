@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from ctxview.backend.session import Session
+from ctxview.backend.store.writer import Writer
 from engine_helpers import workspace_and_writer
-
-from backend.session import Session
-from backend.store.writer import Writer
 
 _SCRIPT = Path(sys.executable).parent / "ctxview"
 CTXVIEW = str(_SCRIPT) if _SCRIPT.exists() else shutil.which("ctxview") or "ctxview"

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from backend.conformance import CaseFileError, run_files
+from ctxview.backend.conformance import CaseFileError, run_files
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE_FILES = sorted((ROOT / "conformance").glob("*.json"))

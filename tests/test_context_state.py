@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from backend.config import Config
-from backend.context import (
+from ctxview.backend.config import Config
+from ctxview.backend.context import (
     ContextState,
     figures,
     load_texts,
@@ -18,9 +17,9 @@ from backend.context import (
     replay,
     replay_arms,
 )
-from backend.session import Session
-from backend.store import Reader, Writer
-from backend.store.records import Event
+from ctxview.backend.session import Session
+from ctxview.backend.store import Reader, Writer
+from ctxview.backend.store.records import Event
 
 SMALL = {"elide.enabled": True, "elide.threshold_chars": 100, "elide.min_chars": 20,
          "elide.stride": 4, "elide.keep": 2}  # fmt: skip
@@ -396,7 +395,7 @@ async def test_usage_from_the_harness_lands_on_the_request(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("bad", [{"elide.stride": "4"}, {"elide.enabled": 1}])
 def test_bad_elide_config_is_refused(bad: dict[str, Any]) -> None:
-    from backend.config import ConfigError
+    from ctxview.backend.config import ConfigError
 
     with pytest.raises(ConfigError):
         Config(bad)

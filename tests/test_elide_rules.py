@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from backend.config import Config, ConfigError
-from backend.rules import context as ctx
-from backend.rules import elide
+from ctxview.backend.config import Config, ConfigError
+from ctxview.backend.rules import context as ctx
+from ctxview.backend.rules import elide
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from backend.config import Config
-from backend.context import replay_arms
-from backend.session import Session
-from backend.store import Reader, Writer
+from ctxview.backend.config import Config
+from ctxview.backend.context import replay_arms
+from ctxview.backend.session import Session
+from ctxview.backend.store import Reader, Writer
 
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 if not REALDATA.is_dir():
@@ -24,7 +23,7 @@ if not REALDATA.is_dir():
 
 def ctxview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "backend.cli", *args],
+        [sys.executable, "-m", "ctxview.backend.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from backend.importers.follow import follow
-from backend.importers.runner import FileReport
-from backend.store import Reader, Writer
+from ctxview.backend.importers.follow import follow
+from ctxview.backend.importers.runner import FileReport
+from ctxview.backend.store import Reader, Writer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "import" / "claude_session.jsonl"
 SID = "cc-11111111-2222-3333-4444-555555555555"
@@ -89,7 +89,7 @@ def test_ctxview_follow_command(tmp_path: Path) -> None:
     src, store = tmp_path / "live.jsonl", tmp_path / "s.db"
     src.write_bytes(b"".join(LINES[:11]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "backend.cli", "follow", "--store", str(store), str(src)],
+        [sys.executable, "-m", "ctxview.backend.cli", "follow", "--store", str(store), str(src)],
         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     try:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.config import Config
-from backend.context import ContextState
-from backend.importers.runner import FileImporter
-from backend.store import Writer
+from ctxview.backend.config import Config
+from ctxview.backend.context import ContextState
+from ctxview.backend.importers.runner import FileImporter
+from ctxview.backend.store import Writer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
 

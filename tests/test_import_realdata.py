@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from backend.importers.detect import CLAUDE, detect
-from backend.importers.runner import import_file
-from backend.store import Reader, Writer
-from backend.store.records import Event, SessionRow
+from ctxview.backend.importers.detect import CLAUDE, detect
+from ctxview.backend.importers.runner import import_file
+from ctxview.backend.store import Reader, Writer
+from ctxview.backend.store.records import Event, SessionRow
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 pytestmark = [

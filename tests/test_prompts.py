@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from backend.config import Config
-from backend.prompts import context_block
+from ctxview.backend.config import Config
+from ctxview.backend.prompts import context_block
 
 
 def _words(text: str) -> str:

@@ -16,14 +16,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ctxview.backend.config import Config
+from ctxview.backend.rules.ids import parse_id
+from ctxview.backend.rules.lines import split_lines
+from ctxview.backend.session import Session
+from ctxview.backend.store.writer import Writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from backend.config import Config
-from backend.rules.ids import parse_id
-from backend.rules.lines import split_lines
-from backend.session import Session
-from backend.store.writer import Writer
 
 # Small bounds, so that capping, cutting and several recall windows happen often and cheaply.
 CONFIG: dict[str, Any] = {

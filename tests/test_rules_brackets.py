@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.rules import brackets as b
+from ctxview.backend.rules import brackets as b
 
 
 def test_forms() -> None:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from backend.config import Config
-from backend.rules.cap import cap, needs_cap
+from ctxview.backend.config import Config
+from ctxview.backend.rules.cap import cap, needs_cap
 
 CFG = Config()
 

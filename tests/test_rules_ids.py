@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from backend.rules.ids import ID_IN_TEXT, format_id, parse_id
+from ctxview.backend.rules.ids import ID_IN_TEXT, format_id, parse_id
 
 
 @pytest.mark.parametrize(

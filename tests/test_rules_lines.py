@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from backend.rules.lines import count_lines, decode, looks_binary, numbered, split_lines
+from ctxview.backend.rules.lines import count_lines, decode, looks_binary, numbered, split_lines
 
 
 @pytest.mark.parametrize(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from backend.tools import ToolError
-from backend.tools.patch import apply_chunks, parse
+from ctxview.backend.tools import ToolError
+from ctxview.backend.tools.patch import apply_chunks, parse
 
 
 def patch(*lines: str) -> str:

@@ -12,10 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from backend.session import Session
-from backend.store import SCHEMA_VERSION, Reader, StoreError, Writer
-from backend.store.schema import APPLICATION_ID, RID_TRIGGER, SCHEMA_V1, fts_trigger
+from ctxview.backend.session import Session
+from ctxview.backend.store import SCHEMA_VERSION, Reader, StoreError, Writer
+from ctxview.backend.store.schema import APPLICATION_ID, RID_TRIGGER, SCHEMA_V1, fts_trigger
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -206,7 +205,7 @@ async def test_migration_by_several_connections_at_once(tmp_path: Path) -> None:
 
 def ctxview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "backend.cli", *args],
+        [sys.executable, "-m", "ctxview.backend.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -292,7 +291,7 @@ def test_cli_output_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
 
     asyncio.run(fill())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "backend.cli", "--store", str(store), "show", "1000", "--stored"],
+        [sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), "show", "1000", "--stored"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -6,12 +6,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ctxview.backend.store import Reader
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.screen import Screen
-
-from backend.store import Reader
 
 from .messages import Jump, OpenResult, OpenSession, StoreChanged
 from .watch import StoreWatcher
@@ -60,7 +59,7 @@ class CtxviewApp(App[None]):
 
     def _register_themes(self) -> None:
         try:
-            import themes
+            from ctxview import themes
         except ImportError:
             return
         for ct in themes.THEMES.values():
@@ -71,7 +70,7 @@ class CtxviewApp(App[None]):
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         try:
-            import themes
+            from ctxview import themes
         except ImportError:
             return {}
         return dict(themes.VARIABLE_DEFAULTS)
@@ -79,7 +78,7 @@ class CtxviewApp(App[None]):
     @property
     def pygments_style(self) -> str:
         try:
-            import themes
+            from ctxview import themes
         except ImportError:
             return "monokai" if self.current_theme.dark else "default"
         return themes.pygments_style(self.theme, self.current_theme.dark)

@@ -8,12 +8,11 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
+from ctxview.backend.config import Config
+from ctxview.backend.rules.ids import format_id, parse_id
+from ctxview.backend.store.records import SessionRow
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
-
-from backend.config import Config
-from backend.rules.ids import format_id, parse_id
-from backend.store.records import SessionRow
 
 from .messages import Jump, OpenResult, OpenSession
 

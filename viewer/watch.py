@@ -13,9 +13,8 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
+from ctxview.backend.store import Reader
 from watchfiles import Change, awatch
-
-from backend.store import Reader
 
 STEP_MS = 16
 DEBOUNCE_MS = 200

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.pace < 0:
         raise CliError("--pace must be 0 or more seconds.")
     if args.theme:
-        import themes
+        from ctxview import themes
 
         if args.theme not in themes.THEMES and args.theme not in themes.textual_theme_names():
             raise CliError(themes.unknown_theme_message(args.theme))
@@ -69,7 +69,7 @@ async def _hint_then_play(app: object, run: DemoRun, pace: float) -> None:
 
 
 async def _view(args: argparse.Namespace) -> int:
-    from viewer.app import CtxviewApp
+    from ctxview.viewer.app import CtxviewApp
 
     run = await open_demo(_store(args))
     app = CtxviewApp(run.store, session=run.session_id, theme=args.theme)

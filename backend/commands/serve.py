@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def ctxview_command(*args: str) -> str:
     """A shell command that runs this ctxview with `args`, in this interpreter (the one serving,
     so a venv need not be on PATH)."""
-    launcher = "import sys; from backend.cli import main; sys.exit(main())"
+    launcher = "import sys; from ctxview.backend.cli import main; sys.exit(main())"
     return shlex.join([sys.executable, "-c", launcher, *args])
 
 
@@ -75,7 +75,7 @@ def check(args: argparse.Namespace) -> None:
     if args.pace is not None and args.pace < 0:
         raise CliError("--pace must be 0 or more seconds.")
     if args.theme:
-        import themes
+        from ctxview import themes
 
         if args.theme not in themes.THEMES and args.theme not in themes.textual_theme_names():
             raise CliError(themes.unknown_theme_message(args.theme))

@@ -44,11 +44,11 @@ async def _check(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     session_id = asyncio.run(_check(args))
     if args.theme:
-        import themes
+        from ctxview import themes
 
         if args.theme not in themes.THEMES and args.theme not in themes.textual_theme_names():
             raise CliError(themes.unknown_theme_message(args.theme))
-    from viewer.app import CtxviewApp
+    from ctxview.viewer.app import CtxviewApp
 
     CtxviewApp(store_path(args), session=session_id, jump=args.jump, theme=args.theme).run()
     return 0

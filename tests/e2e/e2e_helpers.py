@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from backend.session import Session
-from backend.store import Writer
+from ctxview.backend.session import Session
+from ctxview.backend.store import Writer
 
 CTXVIEW = str(Path(sys.executable).with_name("ctxview"))
 GREETING = "Please look at the greeting module"
@@ -55,8 +54,8 @@ def insert_from_another_process(store: SmallStore, marker: str) -> float:
     code = f"""
 import asyncio
 import time
-from backend.session import Session
-from backend.store import Writer
+from ctxview.backend.session import Session
+from ctxview.backend.store import Writer
 
 async def main():
     writer = await Writer.open({str(store.path)!r})

@@ -8,10 +8,9 @@ import socket
 import subprocess
 from pathlib import Path
 
+from ctxview.backend.cli import build_parser
+from ctxview.backend.commands.serve import ctxview_command, is_loopback, public_url, served_command
 from e2e_helpers import CTXVIEW, SmallStore, free_port
-
-from backend.cli import build_parser
-from backend.commands.serve import ctxview_command, is_loopback, public_url, served_command
 
 
 def parse(*argv: str) -> argparse.Namespace:

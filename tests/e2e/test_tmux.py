@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from ctxview.backend.rules.ids import format_id
 from e2e_helpers import CTXVIEW, GREETING, SmallStore, insert_from_another_process
-
-from backend.rules.ids import format_id
 
 pytestmark = [
     pytest.mark.e2e,

@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from backend.commands.demo import HINT, _hint_then_play
-from backend.demo import copy_project, open_demo, run_demo
-from backend.store import Reader
-from viewer.app import CtxviewApp
+from ctxview.backend.commands.demo import HINT, _hint_then_play
+from ctxview.backend.demo import copy_project, open_demo, run_demo
+from ctxview.backend.store import Reader
+from ctxview.viewer.app import CtxviewApp
 
 # The installed console script (`python -m backend.cli` would load the cli module twice).
 CTXVIEW = [str(Path(sys.executable).with_name("ctxview"))]

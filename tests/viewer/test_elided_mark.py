@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ctxview.backend.session import Session
+from ctxview.backend.store import Reader, Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.widgets.transcript_view import TranscriptView
 from store_fixture import ELIDE, long_session
 from viewer_helpers import block_by_rid, ready, settle, wait_for
-
-from backend.session import Session
-from backend.store import Reader, Writer
-from viewer.app import CtxviewApp
-from viewer.widgets.transcript_view import TranscriptView
 
 SIZE = (120, 40)
 
@@ -62,7 +61,7 @@ async def test_elided_results_say_the_request_they_left_and_link_to_the_stride(
         assert "elided since" not in await _header(pilot, view, kept)
         # The context panel names the same request for the same result.
         await pilot.press("c")
-        from viewer.widgets.context_panel import ContextPanel
+        from ctxview.viewer.widgets.context_panel import ContextPanel
 
         await wait_for(pilot, lambda: pilot.app.screen.query(ContextPanel))
         panel = pilot.app.screen.query_one(ContextPanel)

@@ -6,15 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ctxview.backend.demo import run_demo
+from ctxview.backend.store import Reader
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.messages import Jump, OpenResult, OpenSession
+from ctxview.viewer.palette import describe_args
 from textual.command import CommandPalette
 from textual.message import Message
 from textual.widgets import OptionList
-
-from backend.demo import run_demo
-from backend.store import Reader
-from viewer.app import CtxviewApp
-from viewer.messages import Jump, OpenResult, OpenSession
-from viewer.palette import describe_args
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +117,8 @@ def test_describe_args() -> None:
 
 
 async def test_question_mark_shows_the_keys_and_closes(demo_store: tuple[Path, str]) -> None:
+    from ctxview.viewer.screens.help import KEYS, HelpScreen
     from textual.widgets import Static
-
-    from viewer.screens.help import KEYS, HelpScreen
 
     store, _ = demo_store
     app = CtxviewApp(store, watch=False)

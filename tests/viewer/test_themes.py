@@ -8,15 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from ctxview.backend.session import Session
+from ctxview.backend.store import Writer
+from ctxview.viewer.app import CtxviewApp
 from pygments.styles import get_style_by_name
 from textual.color import Color
 from textual.command import CommandPalette
 from textual.widgets import OptionList
 
-import themes
-from backend.session import Session
-from backend.store import Writer
-from viewer.app import CtxviewApp
+from ctxview import themes
 
 CTXVIEW = str(Path(sys.executable).with_name("ctxview"))
 

@@ -8,15 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from ctxview.backend.session import Session
+from ctxview.backend.store import Writer
+from ctxview.backend.store.records import Body, Event
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.result import ResultScreen
+from ctxview.viewer.screens.transcript import TranscriptScreen
 from store_fixture import Filled, fill
 from viewer_helpers import block_by_rid, ready, settle, view_of, wait_for
-
-from backend.session import Session
-from backend.store import Writer
-from backend.store.records import Body, Event
-from viewer.app import CtxviewApp
-from viewer.screens.result import ResultScreen
-from viewer.screens.transcript import TranscriptScreen
 
 SIZE = (120, 50)
 CTXVIEW = str(Path(sys.executable).parent / "ctxview")
@@ -338,7 +337,7 @@ async def test_sessions_screen_then_open(filled: Filled) -> None:
     async with CtxviewApp(filled.store).run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "SessionsScreen")
         pilot.app.post_message(
-            __import__("viewer.messages").messages.OpenSession(filled.session_id)
+            __import__("ctxview.viewer.messages").viewer.messages.OpenSession(filled.session_id)
         )
         view = await ready(pilot)
         assert view.session_id == filled.session_id
@@ -394,7 +393,7 @@ async def test_typed_markup_in_the_jump_prompt_is_text(filled: Filled) -> None:
 
 
 async def test_jump_message_opens_the_session_there(filled: Filled) -> None:
-    from viewer.messages import Jump
+    from ctxview.viewer.messages import Jump
 
     async with CtxviewApp(filled.store).run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "SessionsScreen")
@@ -403,7 +402,7 @@ async def test_jump_message_opens_the_session_there(filled: Filled) -> None:
         await wait_for(pilot, lambda: view.cursor_block and view.cursor_block.rid == 0x1003)
         # A second jump lands in the same transcript, from the result screen too.
         view.post_message(
-            __import__("viewer.messages").messages.OpenResult(filled.session_id, 0x1000)
+            __import__("ctxview.viewer.messages").viewer.messages.OpenResult(filled.session_id, 0x1000)
         )
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ResultScreen))
         pilot.app.post_message(Jump(filled.session_id, 0x1001))

@@ -9,16 +9,15 @@ import sys
 import time
 from pathlib import Path
 
+from ctxview.backend.store import Reader, Writer
+from ctxview.backend.store.records import Event
+from ctxview.viewer.watch import StoreWatcher, store_filter
 from watchfiles import Change
-
-from backend.store import Reader, Writer
-from backend.store.records import Event
-from viewer.watch import StoreWatcher, store_filter
 
 COMMIT = """
 import asyncio, sys
-from backend.store import Writer
-from backend.store.records import Event
+from ctxview.backend.store import Writer
+from ctxview.backend.store.records import Event
 async def main():
     w = await Writer.open(sys.argv[1])
     await w.append("s", [Event(ts=1.0, kind="message", role="user", text="hi")])

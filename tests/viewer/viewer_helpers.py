@@ -6,10 +6,9 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from ctxview.viewer.render.outline import Block
+from ctxview.viewer.widgets.transcript_view import TranscriptView
 from textual.pilot import Pilot
-
-from viewer.render.outline import Block
-from viewer.widgets.transcript_view import TranscriptView
 
 
 async def wait_for(pilot: Pilot, check: Callable[[], object], timeout: float = 5.0) -> None:

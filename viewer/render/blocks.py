@@ -8,11 +8,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxview.backend.rules.ids import format_id
+from ctxview.backend.store.records import Event
 from rich.style import Style
 from rich.text import Text
-
-from backend.rules.ids import format_id
-from backend.store.records import Event
 
 from .diff import diff_lines
 from .highlight import highlight_lines

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ctxview.backend.rules.ids import ID_IN_TEXT
 from rich.style import Style
 from rich.text import Text
-
-from backend.rules.ids import ID_IN_TEXT
 
 from .palette import Palette
 

@@ -8,7 +8,7 @@ import bisect
 import itertools
 from dataclasses import dataclass, field
 
-from backend.store.reader import OUTLINE_COLUMNS
+from ctxview.backend.store.reader import OUTLINE_COLUMNS
 
 _serials = itertools.count(1)
 

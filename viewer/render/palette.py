@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxview.themes import pygments_style, variable_defaults
 from rich.style import Style
 from textual.theme import Theme
-
-from themes import pygments_style, variable_defaults
 
 
 @dataclass(frozen=True)

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ctxview.backend.config import Config, ConfigError
+from ctxview.backend.context import Msg, load_texts, render_context, replay
+from ctxview.backend.store.records import Event
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
-
-from backend.config import Config, ConfigError
-from backend.context import Msg, load_texts, render_context, replay
-from backend.store.records import Event
 
 
 class ContextScreen(Screen[None]):

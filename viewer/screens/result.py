@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from ctxview.backend.config import Config
+from ctxview.backend.rules.ids import format_id
+from ctxview.backend.store.records import Event
 from rich.style import Style
 from rich.text import Text
 from textual import on
@@ -12,10 +15,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-
-from backend.config import Config
-from backend.rules.ids import format_id
-from backend.store.records import Event
 
 from ..messages import Jump, OpenResult
 from ..render.blocks import plain

@@ -8,15 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from ctxview.backend.store.records import SessionRow
+from ctxview.viewer.messages import OpenSession, StoreChanged
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
-
-from backend.store.records import SessionRow
-from viewer.messages import OpenSession, StoreChanged
 
 # The short, telling columns first; the workspace (long, often the same) last.
 COLUMNS = (

@@ -5,15 +5,14 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from ctxview.backend.rules.ids import format_id, parse_id
+from ctxview.backend.store import StoreError
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-
-from backend.rules.ids import format_id, parse_id
-from backend.store import StoreError
 
 from ..messages import StoreChanged
 from ..widgets.prompt import PromptBar

@@ -12,12 +12,11 @@ import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ctxview.backend.config import Config, ConfigError
+from ctxview.backend.context import ARMS, ContextState, Request, arm_state
+from ctxview.backend.rules.ids import format_id
 from rich.text import Text
 from textual.widget import MountError, Widget
-
-from backend.config import Config, ConfigError
-from backend.context import ARMS, ContextState, Request, arm_state
-from backend.rules.ids import format_id
 
 if TYPE_CHECKING:
     from ..screens.transcript import TranscriptScreen

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ctxview.backend.rules.ids import ID_IN_TEXT
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -13,8 +14,6 @@ from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-
-from backend.rules.ids import ID_IN_TEXT
 
 from ..render.blocks import plain
 from ..render.diff import diff_lines

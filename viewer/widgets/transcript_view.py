@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ctxview.backend.store.records import Event
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span
@@ -24,8 +25,6 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-
-from backend.store.records import Event
 
 from ..messages import OpenResult
 from ..render.blocks import (
