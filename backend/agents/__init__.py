@@ -1,0 +1,28 @@
+"""ctxview inside real agents: Claude Code through hooks, any MCP host through `ctxview mcp`.
+
+The contract between the hooks (backend/agents/claude_hooks.py, `ctxview hook EVENT`) and the
+MCP server (backend/agents/mcp_server.py, `ctxview mcp`), so both write one session:
+
+- A hooked Claude Code session is the store session `cc-<session_id>` (Claude Code's own
+  `session_id`, as the importer names it), source `"claude-code"` (`importers.detect.CLAUDE`, the
+  name the store already uses for Claude Code), workspace = the hook's `cwd` resolved
+  (`Path(cwd).resolve()`), `source_path` = the hook's `transcript_path` resolved, so that
+  `ctxview import` / `follow` of that transcript lands in the same session. Its `data` JSON holds
+  `{"hooked": true}` from the start: the importer then adds messages, usage and sub-agents and
+  never inserts a result the hook already stored (paired by `call_ref` = Claude Code's
+  `tool_use_id`).
+- The first hook to fire (SessionStart, or any later one if that was missed) creates it; every
+  hook call writes at least one event, so the session's newest event is its latest activity.
+  It is live (`ended IS NULL`) while Claude Code runs; SessionEnd ends it.
+- `ctxview mcp` started by Claude Code gets no session id from it (2.1.328 passes none to MCP
+  servers in the environment). With no `--session`, at each call it resolves the session with
+  `live.live_session(store_path, "claude-code", cwd)`: the live `claude-code` session whose
+  workspace is the MCP server's own cwd (Claude Code starts it in the project folder), the one
+  with the most recent event. `CTXVIEW_SESSION` in the environment, when set, wins.
+- Ids are taken from `sessions.next_rid` by whichever process writes: a hook and the MCP server
+  may run at the same moment (Claude Code runs tools in parallel), so each takes
+  `live.session_lock(store_path, session_id)` around "resume the session, insert, commit" and
+  resumes from the store inside it (never a cached `next_rid`).
+- The hook lets `mcp__ctxview__*` tools pass untouched: their results already went through the
+  engine in the MCP server, with their own ids.
+"""

@@ -1,0 +1,77 @@
+"""Which store session a host's process belongs to, and the lock that keeps two writers of one
+session (a hook and the MCP server) from giving the same id twice. Plain sqlite3, read-only:
+this runs on the hook's and the MCP call's hot path."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CLAUDE = "claude-code"
+
+_LIVE_SQL = """
+SELECT s.id FROM sessions s
+WHERE s.source = ? AND s.workspace = ? AND s.ended IS NULL AND s.parent_session IS NULL
+ORDER BY coalesce((SELECT e.ts FROM events e WHERE e.session = s.id
+                   ORDER BY e.seq DESC LIMIT 1), s.started) DESC
+LIMIT 1
+"""
+
+
+class LockTimeout(Exception):
+    """Another writer held the session's lock for longer than we may wait."""
+
+
+def live_session(store: Path | str, host: str, cwd: Path | str) -> str | None:
+    """The live session of `host` (e.g. "claude-code") whose workspace is `cwd`, the most
+    recently active; `CTXVIEW_SESSION` wins when set. None when there is none (or no store)."""
+    if env := os.environ.get("CTXVIEW_SESSION"):
+        return env
+    path = Path(store)
+    if not path.exists():
+        return None
+    workspace = str(Path(cwd).resolve())
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        row = conn.execute(_LIVE_SQL, (host, workspace)).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return row[0] if row else None
+
+
+def lock_path(store: Path | str, session_id: str) -> Path:
+    """One small lock file per session, in a folder beside the store."""
+    digest = hashlib.sha1(session_id.encode()).hexdigest()[:16]
+    return Path(f"{store}.locks") / digest
+
+
+@contextmanager
+def session_lock(store: Path | str, session_id: str, timeout: float = 1.5) -> Iterator[None]:
+    """Hold the session's write lock (flock: released by the kernel if the holder dies)."""
+    path = lock_path(store, session_id)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LockTimeout(f"session {session_id} is locked by another writer") from None
+                time.sleep(0.005)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
