@@ -1,32 +1,25 @@
-"""`ctxview serve [--host 127.0.0.1] [--port 8000] [--session ID] [--jump ID] [--theme NAME]
-[--demo [--pace S]]`: the viewer in a browser, through textual-serve.
+"""`ctxview serve [--host 127.0.0.1] [--port 8000] [--allow-host NAME] [--no-token] [--session ID]
+[--jump ID] [--theme NAME] [--demo [--pace S]]`: the viewer in a browser, through textual-serve.
 
 textual-serve starts one app process per browser tab by running a shell command, and speaks to it
 over that process's stdout, so the served command is `ctxview view …` (or `ctxview demo …`) run
-again with the same options; nothing inside the app may print to stdout. It has no
-authentication: it listens on 127.0.0.1 unless another host is asked for, with a warning.
+again with the same options; nothing inside the app may print to stdout. textual-serve itself has
+no authentication and checks neither Origin nor Host: `serve_guard` adds a token (in the URL
+printed at start, then a cookie), the served-origin check and the bound-host check. It listens on
+127.0.0.1 unless another host is asked for, with a warning.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
+import secrets
 import shlex
 import socket
 import sys
 
 from ..cli import CliError
+from ..serve_guard import WILDCARDS, Guard, is_loopback
 from .common import store_path
-
-
-def is_loopback(host: str) -> bool:
-    """Only this machine can reach it: localhost, 127.0.0.0/8, ::1."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000, help="the port (default 8000)")
     parser.add_argument("--public-url", metavar="URL",
                         help="the address browsers use to reach it, when not http://HOST:PORT")  # fmt: skip
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
+                        help="also answer to this Host name (others are refused: DNS rebinding)")  # fmt: skip
+    parser.add_argument("--no-token", action="store_true",
+                        help="no token in the URL (a trusted setup only: every local user and "
+                        "anyone who can reach the port can then read every session)")  # fmt: skip
     parser.add_argument("--session", help="open this session (id or unique prefix)")
     parser.add_argument("--jump", metavar="ID", help="open at this result id")
     parser.add_argument("--theme", help="the theme (ctxview-dark, ctxview-light, ...)")
@@ -44,11 +42,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --demo: pause between steps")  # fmt: skip
 
 
-def ctxview_command(*args: str) -> str:
+LAUNCHER = "import sys; from ctxview.backend.cli import main; sys.exit(main())"
+# A demo tab works in temporary folders of its own (store, project copy): it makes them under a
+# folder of the tab's and removes that folder when the tab's app ends.
+TAB_LAUNCHER = """import shutil, sys, tempfile
+tab = tempfile.mkdtemp(prefix="ctxview-serve-tab-")
+tempfile.tempdir = tab
+from ctxview.backend.cli import main
+try:
+    code = main()
+finally:
+    shutil.rmtree(tab, ignore_errors=True)
+sys.exit(code)
+"""
+
+
+def ctxview_command(*args: str, own_temp: bool = False) -> str:
     """A shell command that runs this ctxview with `args`, in this interpreter (the one serving,
     so a venv need not be on PATH)."""
-    launcher = "import sys; from ctxview.backend.cli import main; sys.exit(main())"
-    return shlex.join([sys.executable, "-c", launcher, *args])
+    return shlex.join([sys.executable, "-c", TAB_LAUNCHER if own_temp else LAUNCHER, *args])
 
 
 def served_command(args: argparse.Namespace) -> list[str]:
@@ -99,7 +111,7 @@ def check(args: argparse.Namespace) -> None:
 def public_url(args: argparse.Namespace) -> str | None:
     if args.public_url:
         return str(args.public_url).rstrip("/")
-    if args.host in ("0.0.0.0", "::", ""):
+    if args.host in WILDCARDS:
         # The page tells the browser where the websocket is: a wildcard address is not one.
         return f"http://{socket.getfqdn()}:{args.port}"
     return None
@@ -110,14 +122,24 @@ def run(args: argparse.Namespace) -> int:
     if not is_loopback(args.host):
         print(
             f"ctxview: warning: serving on {args.host}:{args.port}, reachable from other "
-            "machines; textual-serve has no authentication, so anyone who can reach it can read "
-            "every session in the store.",
+            "machines over plain HTTP; anyone who sees the token (or any client, with "
+            "--no-token) can read every session in the store.",
             file=sys.stderr,
         )
-    from textual_serve.server import Server
+    if args.no_token:
+        print(
+            f"ctxview: warning: --no-token: any local user, and anyone who can reach "
+            f"{args.host}:{args.port}, can read every session in the store.",
+            file=sys.stderr,
+        )
+    from ..serve_guard import make_server_class
 
-    command = ctxview_command(*served_command(args))
-    server = Server(command, host=args.host, port=args.port, title="ctxview",
-                    public_url=public_url(args))  # fmt: skip
+    # The token lives in this process only: not in argv or the environment the tabs inherit.
+    token = None if args.no_token else secrets.token_urlsafe(32)
+    url = public_url(args)
+    guard = Guard.for_server(args.host, args.port, url, args.allow_host, token)
+    command = ctxview_command(*served_command(args), own_temp=args.demo)
+    server = make_server_class()(command, host=args.host, port=args.port, title="ctxview",
+                                 public_url=url, guard=guard)  # fmt: skip
     server.serve()
     return 0
