@@ -14,11 +14,13 @@ MCP server (backend/agents/mcp_server.py, `ctxview mcp`), so both write one sess
 - The first hook to fire (SessionStart, or any later one if that was missed) creates it; every
   hook call writes at least one event, so the session's newest event is its latest activity.
   It is live (`ended IS NULL`) while Claude Code runs; SessionEnd ends it.
-- `ctxview mcp` started by Claude Code gets no session id from it (2.1.328 passes none to MCP
-  servers in the environment). With no `--session`, at each call it resolves the session with
-  `live.live_session(store_path, "claude-code", cwd)`: the live `claude-code` session whose
-  workspace is the MCP server's own cwd (Claude Code starts it in the project folder), the one
-  with the most recent event. `CTXVIEW_SESSION` in the environment, when set, wins.
+- `ctxview mcp` started by Claude Code finds the session from its environment: Claude Code
+  2.1.328 starts MCP servers with `CLAUDE_CODE_SESSION_ID` set (and their cwd = the project
+  folder, `CLAUDE_PROJECT_DIR`), so the session is `cc-$CLAUDE_CODE_SESSION_ID`.
+  `live.live_session(store_path, "claude-code", cwd)` does exactly that, at each call (the hook
+  may create the session after the server started), and without the variable falls back to the
+  live `claude-code` session whose workspace is that cwd, the one with the most recent event.
+  `CTXVIEW_SESSION` in the environment, when set, wins over both.
 - Ids are taken from `sessions.next_rid` by whichever process writes: a hook and the MCP server
   may run at the same moment (Claude Code runs tools in parallel), so each takes
   `live.session_lock(store_path, session_id)` around "resume the session, insert, commit" and

@@ -29,10 +29,14 @@ class LockTimeout(Exception):
 
 
 def live_session(store: Path | str, host: str, cwd: Path | str) -> str | None:
-    """The live session of `host` (e.g. "claude-code") whose workspace is `cwd`, the most
-    recently active; `CTXVIEW_SESSION` wins when set. None when there is none (or no store)."""
+    """The session a host's child process (an MCP server) belongs to: `CTXVIEW_SESSION` when
+    set; for Claude Code `cc-$CLAUDE_CODE_SESSION_ID` (it sets that for the servers it starts);
+    else the live session of `host` whose workspace is `cwd`, the most recently active. None
+    when there is none (or no store)."""
     if env := os.environ.get("CTXVIEW_SESSION"):
         return env
+    if host == CLAUDE and (sid := os.environ.get("CLAUDE_CODE_SESSION_ID")):
+        return f"cc-{sid}"
     path = Path(store)
     if not path.exists():
         return None
