@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("import_", "import Claude Code and Codex transcripts through the rules"),
     "follow": ("follow", "follow a transcript that is still being written"),
     "stats": ("stats", "what hygiene saved, per session and in total"),
+    "mcp": ("mcp", "serve the engine's tools to an agent over MCP (stdio; run by the host)"),
 }
 
 

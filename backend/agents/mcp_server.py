@@ -1,0 +1,292 @@
+"""`ctxview mcp`: the engine's tools as a stdio MCP server, for hosts whose built-in tools
+cannot be rewritten (Codex) and for `recall` in a hooked Claude Code session.
+
+One connection (one server process: stdio) is one host session. Which store session a call
+writes to is decided per call, because a host tells who it is at different moments:
+
+- `CTXVIEW_SESSION` in the environment: that session.
+- Claude Code (it sets `CLAUDE_CODE_SESSION_ID` for the servers it starts): the hooked session
+  `cc-<session_id>` that the hooks write (`agents.live.live_session`, the contract in
+  `agents/__init__.py`). The hooks own its life: the server never ends it.
+- Codex (each `tools/call` carries `_meta.sessionId`, the thread id its rollout file is named
+  by): `cx-<id>`, the id `ctxview import` gives that rollout.
+- Any other host: a session of the connection's own, `mcp-<time>-<hex>`.
+
+Every call takes the session's write lock (`live.session_lock`), checks whether another process
+wrote to the session since this one last did, resumes it from the store if so, runs the tool
+through `Session.run` and commits before answering. The sessions this connection made live are
+ended when it closes (stdin closed, SIGTERM or SIGINT).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import sys
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
+
+from ..prompts import context_block
+from ..session import TOOLS, Session, new_session_id
+from ..store import Writer
+from . import live
+
+TOOL_SETS: dict[str, tuple[str, ...]] = {"recall": ("recall",), "all": TOOLS}
+CODEX = "codex"  # importers.detect.CODEX, without importing the importers on this path
+
+# What the model reads about each tool; the 3.0.0 forms of the answers are in the instructions.
+DESCRIPTIONS = {
+    "read": "Read a text file of the workspace: numbered lines under a bracket with its id, "
+            "path, lines and hash. An unchanged re-read answers with a one-line stub naming the "
+            "earlier result. offset is the first line (from 1), limit the number of lines.",
+    "write": "Write a whole file (created or replaced); answers with a diff.",
+    "edit": "Replace old_string with new_string in a file (exactly once, or every occurrence "
+            "with replace_all); answers with a unified diff.",
+    "multiedit": "Several edits to one file, in order, all or nothing; answers with one diff.",
+    "apply_patch": "Apply a patch in the *** Begin Patch / *** End Patch form (Add File, "
+                   "Update File, Delete File, Move to); answers with each file's diff.",
+    "list": "List every file and folder below a path of the workspace.",
+    "glob": "Files of the workspace matching a glob pattern such as src/**/*.py.",
+    "grep": "Lines matching a regular expression in the workspace's files, as path:line:text. "
+            "The same search with the same result again answers with a one-line stub.",
+    "bash": "Run a shell command in the workspace; long output keeps its start and end with "
+            "one line saying how many lines were elided and which id holds them in full.",
+    "recall": "Show a stored result of this session again, in full: elided output, the lines "
+              "a stub stands for, a diff, results from before a summary. id is the result's "
+              "id with or without #; offset is the first line (from 1), limit the number.",
+}  # fmt: skip
+
+# Keys a host may put in a call's `_meta` for its own id of the call (Codex: `callId`): stored
+# as the call's ref, so an import of the host's transcript can pair it with the stored result.
+_CALL_KEYS = ("callId", "toolUseId", "tool_use_id", "claudecode/toolUseId")
+
+
+class EditSpec(TypedDict):
+    old_string: str
+    new_string: str
+    replace_all: NotRequired[bool]
+
+
+@dataclass
+class Connection:
+    """The store sessions one MCP connection writes to, and what it knows of each."""
+
+    store: Path
+    workspace: Path
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    writer: Writer | None = None
+    own_id: str | None = None
+    # session id -> (the Session as this process left it, the session's last event seq then)
+    cached: dict[str, tuple[Session, int]] = field(default_factory=dict)
+    made_live: set[str] = field(default_factory=set)  # ended when the connection closes
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _probe: sqlite3.Connection | None = None
+
+    # Which session
+
+    def session_for(self, meta: Mapping[str, Any], client: str) -> tuple[str, str]:
+        """(store session id, its source) for a call with this `_meta` from this client."""
+        if sid := self.env.get("CTXVIEW_SESSION"):
+            return sid, "live"
+        if self.env.get("CLAUDE_CODE_SESSION_ID") or self.env.get("CLAUDECODE"):
+            sid = live.live_session(self.store, live.CLAUDE, self.workspace)
+            if sid:
+                return sid, live.CLAUDE
+        host_id = meta.get("sessionId") or meta.get("threadId")
+        if isinstance(host_id, str) and host_id and (
+            client.startswith("codex") or "x-codex-turn-metadata" in meta
+        ):
+            return f"cx-{host_id}", CODEX
+        if self.own_id is None:
+            self.own_id = f"mcp-{new_session_id()}"
+        return self.own_id, "live"
+
+    # One call
+
+    async def call(self, tool: str, args: dict[str, Any], meta: Mapping[str, Any] | None = None,
+                   client: str = "") -> str:  # fmt: skip
+        """Run `tool` in the right session; the exact text the model is given."""
+        meta = meta or {}
+        sid, source = self.session_for(meta, client)
+        ref = next((str(meta[k]) for k in _CALL_KEYS if meta.get(k)), None)
+        lock = self.locks.setdefault(sid, asyncio.Lock())
+        async with lock:  # this process's own calls first: the file lock below would block
+            with live.session_lock(self.store, sid):
+                session = await self._session(sid, source, client)
+                try:
+                    text = await session.run(tool, args, call_ref=ref)
+                finally:
+                    # Whatever was committed, the next call compares the store with this.
+                    self.cached[sid] = (session, self._last_seq(sid))
+        return text
+
+    async def _session(self, sid: str, source: str, client: str) -> Session:
+        writer = await self._writer()
+        cached = self.cached.get(sid)
+        if cached is not None and cached[1] == self._last_seq(sid):
+            return cached[0]  # nobody else wrote: the session in memory is the store's
+        info = await writer.session_info(sid)
+        if info is None:
+            session = await self._create(writer, sid, source, client)
+        else:
+            session = await Session.resume(writer, sid)
+            if info["ended"] is not None and source != live.CLAUDE:
+                await writer.update_session(sid, ended=None)  # the host resumed it
+                self.made_live.add(sid)
+        return session
+
+    async def _create(self, writer: Writer, sid: str, source: str, client: str) -> Session:
+        root = self.workspace.resolve()
+        data: dict[str, Any] = {"via": "mcp", "client": client}
+        if source in (live.CLAUDE, CODEX):
+            # The ids the model saw are in this session: an import of the host's transcript
+            # adds messages and usage to it and never re-numbers a result (agents/__init__.py).
+            data["hooked"] = True
+        title = f"{root.name} ({client})" if source == "live" and client else root.name
+        session = await Session.start(writer, root, title=title, source=source, session_id=sid,
+                                      data=json.dumps(data))  # fmt: skip
+        if source != live.CLAUDE:  # a hooked session is ended by its SessionEnd hook
+            self.made_live.add(sid)
+        return session
+
+    async def _writer(self) -> Writer:
+        if self.writer is None:
+            self.writer = await Writer.open(self.store)
+        return self.writer
+
+    def _last_seq(self, sid: str) -> int:
+        """The session's newest event seq: one indexed lookup on a read-only connection."""
+        if self._probe is None:
+            self._probe = sqlite3.connect(f"file:{self.store}?mode=ro", uri=True, timeout=5,
+                                          check_same_thread=False)  # fmt: skip
+        row = self._probe.execute(
+            "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (sid,)
+        ).fetchone()
+        return int(row[0])
+
+    # Closing
+
+    async def close(self) -> None:
+        """End the sessions this connection made live; close the store."""
+        try:
+            for sid in sorted(self.made_live):
+                with live.session_lock(self.store, sid, timeout=5):
+                    session = await self._session(sid, "", "")
+                    await session.end()
+        finally:
+            self.made_live.clear()
+            if self._probe is not None:
+                self._probe.close()
+                self._probe = None
+            if self.writer is not None:
+                await self.writer.close()
+                self.writer = None
+
+
+def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPServer:
+    """An MCP server offering `tools` (a subset of the engine's), each run through `conn`."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[Connection]:
+        try:
+            yield conn
+        finally:
+            with anyio.CancelScope(shield=True):  # a signal cancelled the server: end anyway
+                await conn.close()
+
+    server = MCPServer(
+        "ctxview",
+        instructions=context_block(),
+        version=_version(),
+        lifespan=lifespan,
+    )
+
+    async def run(tool: str, ctx: Context, **args: Any) -> str:
+        rc = ctx.request_context
+        params = rc.params or {}
+        meta = params.get("_meta") if isinstance(params, Mapping) else None
+        client_params = rc.session.client_params
+        client = client_params.client_info.name if client_params else ""
+        given = {k: v for k, v in args.items() if v is not None}
+        return await conn.call(tool, given, meta if isinstance(meta, Mapping) else {}, client)
+
+    async def read(path: str, ctx: Context, offset: int | None = None,
+                   limit: int | None = None) -> str:  # fmt: skip
+        return await run("read", ctx, path=path, offset=offset, limit=limit)
+
+    async def write(path: str, content: str, ctx: Context) -> str:
+        return await run("write", ctx, path=path, content=content)
+
+    async def edit(path: str, old_string: str, new_string: str, ctx: Context,
+                   replace_all: bool | None = None) -> str:  # fmt: skip
+        return await run("edit", ctx, path=path, old_string=old_string, new_string=new_string,
+                         replace_all=replace_all)  # fmt: skip
+
+    async def multiedit(path: str, edits: list[EditSpec], ctx: Context) -> str:
+        return await run("multiedit", ctx, path=path, edits=[dict(e) for e in edits])
+
+    async def apply_patch(patch: str, ctx: Context) -> str:
+        return await run("apply_patch", ctx, patch=patch)
+
+    async def list_(ctx: Context, path: str | None = None) -> str:
+        return await run("list", ctx, path=path)
+
+    async def glob(pattern: str, ctx: Context, path: str | None = None) -> str:
+        return await run("glob", ctx, pattern=pattern, path=path)
+
+    async def grep(pattern: str, ctx: Context, path: str | None = None,
+                   include: str | None = None, ignore_case: bool | None = None) -> str:  # fmt: skip
+        return await run("grep", ctx, pattern=pattern, path=path, include=include,
+                         ignore_case=ignore_case)  # fmt: skip
+
+    async def bash(command: str, ctx: Context, timeout: float | None = None) -> str:
+        return await run("bash", ctx, command=command, timeout=timeout)
+
+    async def recall(id: str, ctx: Context, offset: int | None = None,
+                     limit: int | None = None) -> str:  # fmt: skip
+        return await run("recall", ctx, id=id, offset=offset, limit=limit)
+
+    fns = {"read": read, "write": write, "edit": edit, "multiedit": multiedit,
+           "apply_patch": apply_patch, "list": list_, "glob": glob, "grep": grep, "bash": bash,
+           "recall": recall}  # fmt: skip
+    for name in tools:
+        # Plain text only: a structured copy would reach Codex's model as JSON, escaping the
+        # newlines of the very text the rules shaped.
+        server.add_tool(fns[name], name=name, description=DESCRIPTIONS[name],
+                        structured_output=False)  # fmt: skip
+    return server
+
+
+def serve(store: Path, workspace: Path, tools: tuple[str, ...]) -> None:
+    """Serve one connection over stdin/stdout until the host closes it."""
+    conn = Connection(store=store, workspace=workspace)
+    server = build_server(conn, tools)
+
+    def stop(signum: int, _frame: object) -> None:
+        # A host that stops its server with a signal: unwind, so the lifespan ends the session.
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    sys.stdout.flush()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ctxview")
+    except PackageNotFoundError:
+        return "0"

@@ -1,0 +1,165 @@
+"""A scripted OpenAI Responses API on loopback, for driving the real Codex CLI in tests.
+
+Each POST to `/v1/responses` is recorded (its JSON body) and answered in SSE with the script's
+next step: a function call the model "makes", or a final assistant message. A request that
+arrives after the script is spent gets a plain "done." message, so Codex always finishes.
+Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Request = dict[str, Any]
+
+
+@dataclass
+class Call:
+    """The model calls a tool. With `server`, an MCP server's tool: Codex 0.169 offers those in
+    a `namespace` tool named `mcp__<server>` and expects the call to name its namespace (older
+    versions flatten them to `mcp__<server>__<tool>`); which form is read from the request."""
+
+    name: str
+    args: dict[str, Any]
+    server: str | None = None
+
+    def item(self, request: Request) -> dict[str, Any]:
+        if self.server is None:
+            return {"name": self.name}
+        space = f"mcp__{self.server}"
+        for tool in request.get("tools", []):
+            if tool.get("type") == "namespace" and tool.get("name") == space:
+                if any(t.get("name") == self.name for t in tool.get("tools", [])):
+                    return {"namespace": space, "name": self.name}
+        return {"name": f"{space}__{self.name}"}
+
+
+@dataclass
+class Say:
+    text: str
+
+
+@dataclass
+class Scripted:
+    steps: list[Call | Say]
+    requests: list[Request] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: ThreadingHTTPServer | None = None
+    _step: int = 0
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> Scripted:
+        scripted = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet: pytest shows stderr on failure
+                pass
+
+            def do_GET(self) -> None:  # /v1/models and the like: nothing to offer
+                body = b'{"object":"list","data":[]}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_raw": raw.decode("utf-8", "replace")}
+                if not self.path.rstrip("/").endswith("/responses"):
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                events = scripted._answer(body)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for ev in events:
+                    chunk = f"event: {ev['type']}\ndata: {json.dumps(ev)}\n\n"
+                    self.wfile.write(chunk.encode())
+                self.wfile.flush()
+                self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _answer(self, body: Request) -> list[dict[str, Any]]:
+        with self._lock:
+            self.requests.append(body)
+            n = len(self.requests)
+            step: Call | Say
+            if self._step < len(self.steps):
+                step = self.steps[self._step]
+                self._step += 1
+            else:
+                step = Say("done.")
+        rid = f"resp_{n}"
+        if isinstance(step, Call):
+            item: dict[str, Any] = {
+                "type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}",
+                **step.item(body), "arguments": json.dumps(step.args),
+            }  # fmt: skip
+        else:
+            item = {
+                "type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": step.text, "annotations": []}],
+            }  # fmt: skip
+        usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": 110}  # fmt: skip
+        return [
+            {"type": "response.created", "response": {"id": rid}},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": {"id": rid, "usage": usage}},
+        ]
+
+    @property
+    def spent(self) -> bool:
+        return self._step >= len(self.steps)
+
+
+def tool_outputs(request: Request) -> dict[str, str]:
+    """call_id -> the text the model was given for that call, from a request's `input`."""
+    out: dict[str, str] = {}
+    for item in request.get("input", []):
+        if item.get("type") in ("function_call_output", "custom_tool_call_output"):
+            out[item.get("call_id", "")] = _text(item.get("output"))
+    return out
+
+
+def _text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):  # content items
+        return "\n".join(_text(part) for part in output)
+    if isinstance(output, dict):
+        if "text" in output:
+            return str(output["text"])
+        if "content" in output:
+            return _text(output["content"])
+    return json.dumps(output)
