@@ -1,0 +1,398 @@
+"""Claude Code's hooks through the engine: what each hook event does to the store session
+`cc-<session_id>`, and the hook output that gives the model the 3.0.0 text.
+
+A `HookEngine` keeps the engine `Session` of each Claude Code session it has served in memory
+(it lives in the resident process, `daemon.py`) and, before every step, brings it up to date
+with whatever another writer (the MCP server's recall, an import) added to the store since: the
+events past the last sequence number it knows are applied to the dedupe table the same way
+`Session.resume` builds it, so a hook costs the same at 10 or 10,000 results.
+
+What the model gets, per tool (README "Use it with Claude Code / Codex" has the table):
+- Read: Claude Code numbers `file.content` from `file.startLine` itself, so the bracket goes in
+  as the line before the content and `startLine` one less: `0\t[#1000 a.py lines 1-3 of 3 sha
+  …]`, `1\t…`. An unchanged re-read is the one-line stub at that place.
+- Bash: `stdout` becomes the engine's text (id, output capped, `stderr` after `stdout`); a plain
+  `rg`/`grep`/`find`/`ls` (the Codex importer's classification) is a search, so the same search
+  with the same output is the same-result stub.
+- Edit, MultiEdit, Write: Claude Code's own answer names the file only, so the id and the diff
+  go as the hook's `additionalContext`, which follows the result.
+- Anything else: a string output or a `content` list of text blocks is replaced by the capped
+  generic text; another shape keeps its output and gets its id as `additionalContext`.
+- `mcp__ctxview__*`: untouched (the MCP server already answered through the engine).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..importers.codex import _search_tool
+from ..importers.detect import CLAUDE
+from ..rules.compaction import files_read_table
+from ..rules.dedupe import ReadEntry, ResultEntry
+from ..session import Session
+from ..store.records import EVENT_COLUMNS, Event
+from ..store.writer import Writer
+from . import live
+
+OWN_TOOLS = "mcp__ctxview__"
+_EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write", "NotebookEdit": "edit"}
+# A hook's writes give up well inside Claude Code's 2 s budget rather than wait on a lock.
+BUSY_MS = 900
+
+
+class HookError(Exception):
+    """A hook input this engine does not know how to handle (recorded, never shown)."""
+
+
+@dataclass
+class Served:
+    """One Claude Code session as the resident engine holds it."""
+
+    session: Session
+    last_seq: int = 0
+    trigger: str | None = None  # the PreCompact trigger, for the compaction that follows
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def session_id_of(payload: dict[str, Any]) -> str:
+    sid = payload.get("session_id")
+    if not isinstance(sid, str) or not sid:
+        raise HookError("the hook input has no session_id")
+    agent = payload.get("agent_id")
+    return f"cc-{agent}" if isinstance(agent, str) and agent else f"cc-{sid}"
+
+
+def _resolved(path: Any) -> str | None:
+    return str(Path(path).expanduser().resolve()) if isinstance(path, str) and path else None
+
+
+class HookEngine:
+    """Answers hook events for any number of Claude Code sessions over one store."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = Path(store)
+        self.writer: Writer | None = None
+        self._read: sqlite3.Connection | None = None
+        self.served: dict[str, Served] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def open(self) -> None:
+        self.writer = await Writer.open(self.store)
+        # The writer waits 10 s for a lock; a hook must give up inside its budget instead.
+        await self.writer._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        self._read = sqlite3.connect(self.store, timeout=BUSY_MS / 1000, isolation_level=None)
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            await self.writer.close()
+        if self._read is not None:
+            self._read.close()
+
+    # The face
+
+    async def handle(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The hook's JSON output for one event, or None for none (Claude Code keeps its own)."""
+        if event == "PostToolUse":
+            name = payload.get("tool_name")
+            if not isinstance(name, str) or name.startswith(OWN_TOOLS):
+                return None
+        sid = session_id_of(payload)
+        # One step at a time per session: in this process (asyncio), then across processes.
+        async with self._locks.setdefault(sid, asyncio.Lock()):
+            with live.session_lock(self.store, sid):
+                served = await self._serve(sid, payload)
+                try:
+                    return await self._event(served, event, payload)
+                finally:
+                    served.last_seq = self._last_seq(sid)
+
+    async def _event(self, served: Served, event: str, payload: dict[str, Any]
+                     ) -> dict[str, Any] | None:  # fmt: skip
+        session = served.session
+        if event == "PostToolUse":
+            return await self._post_tool_use(session, payload)
+        if event == "SessionStart":
+            source = str(payload.get("source") or "startup")
+            assert self.writer is not None
+            await self.writer.update_session(session.id, ended=None)
+            if source == "compact":
+                return await self._compacted(served, payload)
+            await session.message("system", f"Claude Code session {source}; ctxview hooks on.",
+                                  data={"subtype": "hook", "hook": "SessionStart",
+                                        "source": source})  # fmt: skip
+            return None
+        if event == "PreCompact":
+            served.trigger = str(payload.get("trigger") or "")
+            return None
+        if event == "SessionEnd":
+            await session.end()
+            self.served.pop(session.id, None)
+            return None
+        return None  # Stop, and events not wired: nothing to do
+
+    # Sessions
+
+    async def _serve(self, sid: str, payload: dict[str, Any]) -> Served:
+        """The session, created on first sight, up to date with the store."""
+        assert self.writer is not None
+        served = self.served.get(sid)
+        if served is None:
+            info = await self.writer.session_info(sid)
+            if info is None:
+                session = await self._start(sid, payload)
+            else:
+                session = await Session.resume(self.writer, sid)
+            served = Served(session, self._last_seq(sid))
+            self.served[sid] = served
+            return served
+        last = self._last_seq(sid)
+        if last != served.last_seq:  # another writer (recall over MCP, an import) wrote
+            self._catch_up(served, last)
+        return served
+
+    async def _start(self, sid: str, payload: dict[str, Any]) -> Session:
+        assert self.writer is not None
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else "/"
+        parent = None
+        source_path = _resolved(payload.get("transcript_path"))
+        agent = payload.get("agent_id")
+        if isinstance(agent, str) and agent:
+            parent = f"cc-{payload['session_id']}"
+            source_path = _agent_file(source_path, payload["session_id"], agent)
+        return await Session.start(
+            self.writer, cwd, title=Path(cwd).name or "claude code", source=CLAUDE,
+            session_id=sid, source_path=source_path,
+            source_ref=agent if parent else payload.get("session_id"),
+            parent_session=parent, data=json.dumps({"hooked": True}),
+        )  # fmt: skip
+
+    def _last_seq(self, sid: str) -> int:
+        assert self._read is not None
+        row = self._read.execute(
+            "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (sid,)
+        ).fetchone()
+        return int(row[0])
+
+    def _catch_up(self, served: Served, last: int) -> None:
+        """Apply what others wrote since `served.last_seq`, as `Session.resume` would have."""
+        assert self._read is not None
+        session = served.session
+        rows = self._read.execute(
+            f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events WHERE session = ? "
+            "AND seq > ? AND kind IN ('result', 'compaction') ORDER BY seq",
+            (session.id, served.last_seq),
+        ).fetchall()
+        for row in rows:
+            ev = Event.from_row(row[0], row[1], row[2:])
+            extra = json.loads(ev.data) if ev.data else {}
+            if ev.kind == "compaction":
+                session.dedupe.clear()
+            elif ev.rkind == "full" and ev.tool == "read" and ev.sha and "key" in extra:
+                session.dedupe.add_read(ReadEntry(ev.rid, extra["key"], ev.path or "",
+                                                  ev.line_from or 0, ev.line_to or 0,
+                                                  ev.line_total or 0, ev.sha))  # fmt: skip
+            elif "text_sha" in extra and ev.rkind != "same":
+                session.dedupe.add_result(
+                    ResultEntry(ev.rid, ev.tool, extra["args_key"], extra["text_sha"])
+                )
+        (next_rid,) = self._read.execute(
+            "SELECT next_rid FROM sessions WHERE id = ?", (session.id,)
+        ).fetchone()
+        session._next_rid = max(session._next_rid, int(next_rid))
+        served.last_seq = last
+
+    # Tools
+
+    async def _post_tool_use(self, session: Session, p: dict[str, Any]) -> dict[str, Any] | None:
+        name = str(p["tool_name"])
+        args = p.get("tool_input") if isinstance(p.get("tool_input"), dict) else {}
+        resp = p.get("tool_response")
+        ref = p.get("tool_use_id") if isinstance(p.get("tool_use_id"), str) else None
+        if name == "Read" and isinstance(resp, dict) and resp.get("type") == "text":
+            return _post(await self._read_tool(session, args, resp, ref))
+        if name == "Bash" and isinstance(resp, dict) and isinstance(resp.get("stdout"), str):
+            if resp.get("isImage"):
+                return None
+            return _post(await self._bash(session, args, resp, ref))
+        if name in _EDITS and isinstance(resp, dict):
+            shown = await self._edit(session, name, args, resp, ref)
+            if shown is not None:
+                return _post(None, shown)
+        return await self._generic(session, name, args, resp, ref)
+
+    async def _read_tool(self, session: Session, args: dict[str, Any], resp: dict[str, Any],
+                         ref: str | None) -> dict[str, Any]:  # fmt: skip
+        file = resp.get("file")
+        if not isinstance(file, dict) or not isinstance(file.get("content"), str):
+            raise HookError("a Read output without file.content")
+        path = str(file.get("filePath") or args.get("file_path") or "")
+        content: str = file["content"]
+        first = _whole(file.get("startLine"), 1)
+        lines = content.split("\n") if content else []
+        num = _whole(file.get("numLines"), len(lines))
+        lines = lines[:num]
+        total = _whole(file.get("totalLines"), first + len(lines) - 1)
+        key = _resolved(path) or path
+        sha = _file_sha(key, total)
+        ts = time.time()
+        result = session._read_result(path, key, first, lines, total, sha)
+        if result.rkind == "full" and lines:
+            new_content = result.shown.split("\n", 1)[0] + "\n" + content
+            new_num = num + 1
+        else:  # the stub, or an empty file's bracket: one line
+            new_content, new_num = result.shown, 1
+        start = first - 1
+        result.shown = "\n".join(f"{start + i}\t{line}"
+                                 for i, line in enumerate(new_content.split("\n")))  # fmt: skip
+        call = session._call_event(ts, "read", {"path": path, **_without(args, "file_path")},
+                                   ref or session._call_ref())  # fmt: skip
+        await session._store(result, call.call_ref or "", len(content), ts, call=call)
+        return {**resp, "file": {**file, "content": new_content, "numLines": new_num,
+                                 "startLine": start}}  # fmt: skip
+
+    async def _bash(self, session: Session, args: dict[str, Any], resp: dict[str, Any],
+                    ref: str | None) -> dict[str, Any]:  # fmt: skip
+        command = args.get("command") if isinstance(args.get("command"), str) else ""
+        output = resp["stdout"]
+        stderr = resp.get("stderr")
+        if isinstance(stderr, str) and stderr:
+            output = f"{output}\n{stderr}" if output else stderr
+        tool = _search_tool(command) or "bash"
+        shown = await session.insert(tool, {"command": command}, output, call_ref=ref,
+                                     seen=len(output))  # fmt: skip
+        return {**resp, "stdout": shown, "stderr": ""}
+
+    async def _edit(self, session: Session, name: str, args: dict[str, Any],
+                    resp: dict[str, Any], ref: str | None) -> str | None:  # fmt: skip
+        path = resp.get("filePath") or args.get("file_path") or args.get("notebook_path")
+        if not isinstance(path, str):
+            return None
+        old = resp.get("originalFile")
+        if resp.get("type") == "create":
+            old = None
+        elif not isinstance(old, str):
+            return None
+        try:
+            new: str | None = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            new = resp.get("content") if isinstance(resp.get("content"), str) else None
+        if new is None:
+            return None
+        key = _resolved(path) or path
+        return await session.insert_edit(
+            _EDITS[name], {"path": path, **_without(args, "file_path")}, [(path, key, old, new)],
+            call_ref=ref, seen=len(json.dumps(resp, default=str)),
+        )  # fmt: skip
+
+    async def _generic(self, session: Session, name: str, args: dict[str, Any], resp: Any,
+                       ref: str | None) -> dict[str, Any] | None:  # fmt: skip
+        blocks = resp.get("content") if isinstance(resp, dict) else None
+        if isinstance(resp, str):
+            text = resp
+        elif isinstance(blocks, list) and blocks and all(
+            isinstance(b, dict) and b.get("type") == "text" for b in blocks
+        ):
+            text = "\n".join(str(b.get("text", "")) for b in blocks)
+        else:  # a shape whose text we cannot replace: stored, its id given beside it
+            text = json.dumps(resp, ensure_ascii=False, default=str)
+            await session.insert(name, args, text, call_ref=ref, seen=len(text))
+            assert session.last is not None
+            bracket = f"[{session.ref(session.last.rid)}]"
+            return _post(None, f"{bracket} is the id of this {name} result.")
+        shown = await session.insert(name, args, text, call_ref=ref, seen=len(text))
+        if isinstance(resp, str):
+            return _post(shown)
+        return _post({**resp, "content": [{"type": "text", "text": shown}]})
+
+    # Compaction
+
+    async def _compacted(self, served: Served, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """§7 after Claude Code compacted: the boundary with its summary, the dedupe table
+        emptied, and the files-read table to the model after the summary."""
+        session = served.session
+        reads = session.dedupe.newest_reads(session.config["compaction.rows"])
+        table = files_read_table(reads, session.config)
+        summary = _compact_summary(payload.get("transcript_path"))
+        data = {"source": "hook", "trigger": served.trigger or "", "table": table}
+        served.trigger = None
+        await session.compact(summary, data=data)
+        if not table:
+            return None
+        return {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                       "additionalContext": table}}  # fmt: skip
+
+
+def _post(updated: Any, context: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"hookEventName": "PostToolUse"}
+    if updated is not None:
+        out["updatedToolOutput"] = updated
+    if context:
+        out["additionalContext"] = context
+    return {"hookSpecificOutput": out}
+
+
+def _whole(value: Any, default: int) -> int:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return value if ok else default
+
+
+def _without(args: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in args.items() if k != key}
+
+
+def _file_sha(path: str, total: int) -> str:
+    """The file's real SHA-256 (the hook runs right after the read); a stand-in that changes
+    with the path and length when it cannot be read any more."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return hashlib.sha256(f"ctxview-hook\0{path}\0{total}".encode()).hexdigest()
+
+
+def _agent_file(transcript: str | None, session_id: str, agent: str) -> str | None:
+    """Where Claude Code writes a sub-agent's transcript, so an import of it finds this
+    session: `<project>/<session>/subagents/agent-<id>.jsonl` (2.1.x), else beside it."""
+    if not transcript:
+        return None
+    base = Path(transcript).parent
+    for candidate in (base / session_id / "subagents" / f"agent-{agent}.jsonl",
+                      base / f"agent-{agent}.jsonl"):  # fmt: skip
+        if candidate.exists():
+            return str(candidate.resolve())
+    return str(base / session_id / "subagents" / f"agent-{agent}.jsonl")
+
+
+def _compact_summary(transcript: Any, tail_bytes: int = 1 << 20) -> str:
+    """The newest compaction summary in the transcript (Claude Code writes it before the
+    SessionStart hook of source `compact`), "" when it is not there."""
+    if not isinstance(transcript, str):
+        return ""
+    try:
+        with open(transcript, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - tail_bytes))
+            lines = f.read().split(b"\n")
+    except OSError:
+        return ""
+    for raw in reversed(lines):
+        if b"isCompactSummary" not in raw:
+            continue
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        content = rec.get("message", {}).get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+

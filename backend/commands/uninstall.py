@@ -1,0 +1,31 @@
+"""`ctxview uninstall HOST [--project | --user]`: removes exactly what `ctxview install` added."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .install import HOSTS, host_module, report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("host", choices=sorted(HOSTS), help="the agent to restore")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("--project", dest="scope", action="store_const", const="project",
+                       help="this folder's config (the default)")  # fmt: skip
+    scope.add_argument("--user", dest="scope", action="store_const", const="user",
+                       help="your user config")  # fmt: skip
+    parser.set_defaults(scope="project")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import CliError
+
+    mod = host_module(args.host)
+    try:
+        plan = mod.uninstall(args.scope, Path.cwd(), Path.home())
+        written = plan.write(remove_empty=True)
+    except (mod.InstallError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    report(plan.changes, written, f"{args.host}: nothing of ctxview's was there.")
+    return 0

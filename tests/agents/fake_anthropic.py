@@ -1,0 +1,152 @@
+"""A scripted Messages API on loopback, for driving the real Claude Code in tests.
+
+Claude Code POSTs `/v1/messages?beta=true` with `stream: true`; each answer is SSE
+(message_start, content blocks, message_delta, message_stop). The script is a list of steps, one
+per main request (a request that offers tools): a step is a tool call `{"tool": name, "input":
+{...}}` or a final `{"text": ...}`. Side requests (titles, no tools) get a short text, and a
+compaction's summary request gets an `<analysis>`/`<summary>` answer. Every request body is kept
+in `requests`, so a test reads exactly what the model was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SUMMARY = "The user asked for a scripted session; files were read, edited and searched."
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    msgs = body.get("messages") or []
+    if not msgs:
+        return ""
+    content = msgs[-1].get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    return "<summary>" in last_user_text(body) and "<analysis>" in last_user_text(body)
+
+
+class FakeAnthropic:
+    """`with FakeAnthropic(steps) as api:` ... `api.url`, `api.requests`, `api.main_requests`."""
+
+    def __init__(self, steps: list[dict[str, Any]] | None = None) -> None:
+        self.steps = list(steps or [])
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self._n = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def main_requests(self) -> list[dict[str, Any]]:
+        """Requests that offered tools and were not a compaction's summary request."""
+        return [r for r in self.requests if r.get("tools") and not is_summary_request(r)]
+
+    def __enter__(self) -> FakeAnthropic:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The content blocks to answer `body` with."""
+        with self.lock:
+            self.requests.append(body)
+            if is_summary_request(body):
+                return [{"type": "text",
+                         "text": f"<analysis>done</analysis>\n<summary>{SUMMARY}</summary>"}]
+            if not body.get("tools"):
+                return [{"type": "text", "text": "Scripted session"}]
+            step = self.steps.pop(0) if self.steps else {"text": "Done."}
+        if "tool" in step:
+            self._n += 1
+            return [{"type": "tool_use", "id": f"toolu_{self._n:04d}_{step['tool']}",
+                     "name": step["tool"], "input": step["input"]}]
+        return [{"type": "text", "text": step["text"]}]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                size = int(self.headers.get("content-length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(size) or b"{}")
+                except ValueError:
+                    body = {}
+                if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
+                    self._json({"input_tokens": 10})
+                    return
+                blocks = api.answer(body)
+                if not body.get("stream"):
+                    self._json({"id": "msg_x", "type": "message", "role": "assistant",
+                                "model": body.get("model", "m"), "content": blocks,
+                                "stop_reason": "end_turn", "stop_sequence": None,
+                                "usage": {"input_tokens": 10, "output_tokens": 5}})
+                    return
+                self._stream(body, blocks)
+
+            def _json(self, data: dict[str, Any]) -> None:
+                raw = json.dumps(data).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _stream(self, body: dict[str, Any], blocks: list[dict[str, Any]]) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.end_headers()
+                out = [_sse("message_start", {"type": "message_start", "message": {
+                    "id": f"msg_{len(api.requests):04d}", "type": "message",
+                    "role": "assistant", "model": body.get("model", "m"), "content": [],
+                    "stop_reason": None, "stop_sequence": None,
+                    "usage": {"input_tokens": 100, "output_tokens": 1,
+                              "cache_read_input_tokens": 0,
+                              "cache_creation_input_tokens": 0}}})]  # fmt: skip
+                stop = "end_turn"
+                for i, block in enumerate(blocks):
+                    if block["type"] == "tool_use":
+                        stop = "tool_use"
+                        start = {**block, "input": {}}
+                        delta = {"type": "input_json_delta",
+                                 "partial_json": json.dumps(block["input"])}
+                    else:
+                        start = {"type": "text", "text": ""}
+                        delta = {"type": "text_delta", "text": block["text"]}
+                    out.append(_sse("content_block_start", {"type": "content_block_start",
+                                                            "index": i, "content_block": start}))
+                    out.append(_sse("content_block_delta", {"type": "content_block_delta",
+                                                            "index": i, "delta": delta}))
+                    out.append(_sse("content_block_stop", {"type": "content_block_stop",
+                                                           "index": i}))
+                out.append(_sse("message_delta", {"type": "message_delta",
+                                                  "delta": {"stop_reason": stop,
+                                                            "stop_sequence": None},
+                                                  "usage": {"output_tokens": 20}}))
+                out.append(_sse("message_stop", {"type": "message_stop"}))
+                self.wfile.write(b"".join(out))
+                self.wfile.flush()
+
+        return Handler
