@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("import_", "import Claude Code and Codex transcripts through the rules"),
     "follow": ("follow", "follow a transcript that is still being written"),
     "stats": ("stats", "what hygiene saved, per session and in total"),
+    "hook": ("hook", "answer a Claude Code hook event (run by Claude Code; see install)"),
+    "install": ("install", "set up Claude Code or Codex to run through ctxview"),
+    "uninstall": ("uninstall", "remove what install added to a host's config"),
+    "doctor": ("doctor", "check the set-up and show recent hook failures"),
     "mcp": ("mcp", "serve the engine's tools to an agent over MCP (stdio; run by the host)"),
 }
 
