@@ -30,12 +30,12 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from ..prompts import context_block
 from ..session import TOOLS, Session, new_session_id
@@ -104,8 +104,10 @@ class Connection:
             if sid:
                 return sid, live.CLAUDE
         host_id = meta.get("sessionId") or meta.get("threadId")
-        if isinstance(host_id, str) and host_id and (
-            client.startswith("codex") or "x-codex-turn-metadata" in meta
+        if (
+            isinstance(host_id, str)
+            and host_id
+            and (client.startswith("codex") or "x-codex-turn-metadata" in meta)
         ):
             return f"cx-{host_id}", CODEX
         if self.own_id is None:
