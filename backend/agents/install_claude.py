@@ -46,6 +46,7 @@ class Plan:
     files: dict[Path, dict[str, Any]] = field(default_factory=dict)
     before: dict[Path, str | None] = field(default_factory=dict)
     changes: list[str] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)  # files left empty, so taken away
 
     def load(self, path: Path) -> dict[str, Any]:
         if path not in self.files:
@@ -70,7 +71,7 @@ class Plan:
         for path, data in self.files.items():
             if remove_empty and not data and self.before.get(path) is not None:
                 path.unlink()
-                written.append(path)
+                self.removed.append(path)
                 continue
             text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
             if self.before.get(path) is not None and _same(self.before[path], data):

@@ -1,15 +1,18 @@
 """`ctxview install HOST [--project | --user]`: ctxview's hooks and MCP server in the host's
-own config files (merged, idempotent; each change printed). Each host's files are in
-backend/agents/install_<host>.py with `install(scope, cwd, home, store)` and
-`uninstall(scope, cwd, home)` returning a `Plan`."""
+own config files (merged, idempotent; each change printed). Each host's files are edited by
+its module in backend/agents (`install_claude`, `codex_install`), whose `install` and
+`uninstall` return a plan of the changes, written by `plan.write()`."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 from pathlib import Path
+from typing import Any
 
-HOSTS = {"claude-code": "install_claude", "codex": "install_codex"}
+from ..agents.install_claude import InstallError
+
+HOSTS = {"claude-code": "install_claude", "codex": "codex_install"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(scope="project")
 
 
-def host_module(host: str):  # type: ignore[no-untyped-def]
+def host_module(host: str) -> Any:
     from ..cli import CliError
 
     try:
@@ -48,9 +51,12 @@ def run(args: argparse.Namespace) -> int:
     mod = host_module(args.host)
     store = Path(args.store).expanduser() if getattr(args, "store", None) else None
     try:
-        plan = mod.install(args.scope, Path.cwd(), Path.home(), store)
+        if args.host == "codex":  # one config, $CODEX_HOME/config.toml: no scope
+            plan = mod.install(mod.codex_home(), store)
+        else:
+            plan = mod.install(args.scope, Path.cwd(), Path.home(), store)
         written = plan.write()
-    except (mod.InstallError, OSError) as exc:
+    except (InstallError, OSError) as exc:
         raise CliError(str(exc)) from None
     report(plan.changes, written, f"{args.host}: already set up, nothing changed.")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..agents.install_claude import InstallError
 from .install import HOSTS, host_module, report
 
 
@@ -23,9 +24,15 @@ def run(args: argparse.Namespace) -> int:
 
     mod = host_module(args.host)
     try:
-        plan = mod.uninstall(args.scope, Path.cwd(), Path.home())
-        written = plan.write(remove_empty=True)
-    except (mod.InstallError, OSError) as exc:
+        if args.host == "codex":
+            plan = mod.uninstall(mod.codex_home())
+            written = plan.write()
+        else:
+            plan = mod.uninstall(args.scope, Path.cwd(), Path.home())
+            written = plan.write(remove_empty=True)
+    except (InstallError, OSError) as exc:
         raise CliError(str(exc)) from None
     report(plan.changes, written, f"{args.host}: nothing of ctxview's was there.")
+    for path in getattr(plan, "removed", []):
+        print(f"removed {path} (nothing else was in it)")
     return 0
