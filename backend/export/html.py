@@ -1,0 +1,715 @@
+"""A session as one self-contained HTML file (or pages and an index, past a size), written as
+it is read: a range of events at a time, so memory stays flat for 100,000 results.
+
+Everything is inline (styles, a few lines of script, system fonts), nothing is fetched, and a
+Content-Security-Policy forbids fetching. Untrusted text (results, messages, titles) is always
+escaped; messages go through Markdown with raw HTML off and images off.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import IO, Any
+
+from markdown_it import MarkdownIt
+from pygments import highlight as pyg_highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_for_filename
+from pygments.util import ClassNotFound
+
+from ..store.records import Event, SessionRow
+from .plan import EDIT_KINDS, STUB_KINDS, Plan, Space
+from .source import Item, Source, extra
+from .style import SCRIPT, css
+from .text import (
+    ANSI,
+    ELISION,
+    FILE_LINE,
+    args_summary,
+    attr,
+    count_lines,
+    esc,
+    link_ids,
+    parse_args,
+)
+
+FOLD_AT = 24  # a result of more lines is folded ...
+FOLD_SHOW = 10  # ... showing this many
+MESSAGE_FOLD = 80  # a message of more lines is folded whole
+MAX_SHOWN_CHARS = 2_000_000  # of one result's text on the page; the rest: `ctxview recall`
+MIDDLE_CHARS = 1_000_000  # of an elided middle shown in place
+HIGHLIGHT_CHARS = 200_000  # bodies longer than this are not coloured
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+       "img-src data:; font-src data:")  # fmt: skip
+
+
+@dataclass
+class Ctx:
+    """Where a piece of HTML is being written: which session's ids, which page, which epoch."""
+
+    space: Space
+    page: int
+    epoch: int
+    pages: PageNames
+
+
+class PageNames:
+    def __init__(self, out: Path, pages: int) -> None:
+        self.out = out
+        self.pages = pages
+        stem = out.name[:-5] if out.name.endswith(".html") else out.name
+        self.stem = stem
+
+    def name(self, page: int) -> str:
+        if self.pages == 1:
+            return self.out.name
+        return f"{self.stem}.p{page + 1:03d}.html"
+
+    def path(self, page: int) -> Path:
+        return self.out.with_name(self.name(page))
+
+
+# Links
+
+
+def href(ctx: Ctx, space: Space, rid: int) -> str:
+    target = space.page_for(rid)
+    anchor = space.anchor(rid)
+    if target == ctx.page:
+        return f"#{anchor}"
+    return f"{ctx.pages.name(target)}#{anchor}"
+
+
+def id_link(ctx: Ctx, rid: int, label: str, space: Space | None = None) -> str:
+    space = space or ctx.space
+    where = space.epoch_of.get(rid)
+    url = href(ctx, space, rid)
+    if where is not None and where < ctx.epoch:
+        return (f'<a class="id stale" href="{url}">{esc(label)}</a>'
+                f'<span class="note"> (not in context since boundary {where + 1})</span>')  # fmt: skip
+    return f'<a class="id" href="{url}">{esc(label)}</a>'
+
+
+def linked(ctx: Ctx, text: str) -> str:
+    """Escaped text with every id of the session a link."""
+    known = ctx.space.epoch_of
+    return link_ids(text, known.__contains__, lambda rid, label: id_link(ctx, rid, label), esc)
+
+
+# Markdown (messages, summaries): raw HTML and images off, ids linked in text and code.
+
+
+@cache
+def _md() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.disable(["image", "html_inline", "html_block"])
+    rules = md.renderer.rules
+
+    def text(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
+        return linked(env["ctx"], tokens[idx].content)
+
+    def code_inline(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
+        return f"<code>{linked(env['ctx'], tokens[idx].content)}</code>"
+
+    def fence(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
+        return f"<pre><code>{linked(env['ctx'], tokens[idx].content)}</code></pre>\n"
+
+    rules["text"] = text
+    rules["code_inline"] = code_inline
+    rules["fence"] = fence
+    rules["code_block"] = fence
+    return md
+
+
+def markdown(ctx: Ctx, text: str) -> str:
+    try:
+        return _md().render(text, {"ctx": ctx})
+    except RecursionError:  # pathological nesting: show it as text
+        return f"<pre>{linked(ctx, text)}</pre>"
+
+
+# Colour
+
+
+@cache
+def _lexer(name: str) -> Lexer | None:
+    try:
+        lexer = get_lexer_for_filename(name, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+    return None if lexer.name == "Text only" else lexer
+
+
+_FORMATTER = HtmlFormatter(nowrap=True)
+
+
+def coloured(lines: list[str], path: str | None) -> list[str] | None:
+    """Each line as HTML coloured for `path`'s language; None when there is no lexer."""
+    if not path or sum(map(len, lines)) > HIGHLIGHT_CHARS:
+        return None
+    lexer = _lexer(path.rsplit("/", 1)[-1])
+    if lexer is None:
+        return None
+    out = pyg_highlight("\n".join(lines) + "\n", lexer, _FORMATTER).split("\n")
+    return (out + [""] * len(lines))[: len(lines)]
+
+
+# Results
+
+
+def _plain_lines(ctx: Ctx, lines: list[str], css_class: str = "") -> str:
+    text = "\n".join(lines)
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    body = linked(ctx, text)
+    return f'<span class="{css_class}">{body}</span>' if css_class else body
+
+
+def _read_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
+    numbers, code = [], []
+    for line in lines:
+        head, sep, rest = line.partition(": ")
+        if sep and head.isdigit():
+            numbers.append(head + sep)
+            code.append(rest)
+        else:
+            numbers.append("")
+            code.append(line)
+    colour = coloured(code, path)
+    if colour is None:
+        return _plain_lines(ctx, lines)
+    return "\n".join(f'<span class="ln">{n}</span>{c}' for n, c in zip(numbers, colour, strict=True))
+
+
+def _diff_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
+    out: list[str] = []
+    section: list[str] = []
+
+    def flush() -> None:
+        if not section:
+            return
+        code = [ln[1:] if ln[:1] in "+- " and ln else "" for ln in section]
+        colour = coloured(code, path) or [esc(c) for c in code]
+        for ln, c in zip(section, colour, strict=True):
+            if ln.startswith("@@"):
+                out.append(f'<span class="dh">{esc(ln)}</span>')
+            elif ln[:1] == "+":
+                out.append(f'<span class="da"><span class="m">+</span>{c}</span>')
+            elif ln[:1] == "-":
+                out.append(f'<span class="dr"><span class="m">-</span>{c}</span>')
+            elif ln[:1] == " ":
+                out.append(f" {c}")
+            else:
+                out.append(linked(ctx, ln))
+        section.clear()
+
+    for line in lines:
+        match = FILE_LINE.match(line)
+        if match:
+            flush()
+            path = match.group("to") or match.group("path")
+            out.append(f'<span class="df">{linked(ctx, line)}</span>')
+        else:
+            section.append(line)
+    flush()
+    return "\n".join(out)
+
+
+def _segment(ctx: Ctx, ev: Event, lines: list[str]) -> str:
+    if not lines:
+        return ""
+    if ev.rkind in EDIT_KINDS:
+        return _diff_lines(ctx, lines, ev.path)
+    if ev.tool == "read" and ev.rkind in ("full", "unchanged"):
+        return _read_lines(ctx, lines, ev.path)
+    if ev.rkind == "error":
+        return _plain_lines(ctx, lines, "err")
+    return _plain_lines(ctx, lines)
+
+
+def _elision(ctx: Ctx, line: str, n: int, index: int, stored: str | None) -> str:
+    head = linked(ctx, line)
+    if stored is None:
+        return f'<pre class="elision">{head}</pre>'
+    middle = _nth_lines(stored, index, n)
+    more = ""
+    if len(middle) > MIDDLE_CHARS:
+        cut = middle.rfind("\n", 0, MIDDLE_CHARS)
+        rest = middle[cut + 1 :].count("\n") + 1
+        middle = middle[:cut]
+        ref = line.rsplit(" ", 1)[-1].rstrip("]")
+        more = (f'\n<span class="note">… {rest:,} more lines: <code>ctxview recall {esc(ref)}'
+                "</code> shows all of them</span>")  # fmt: skip
+    body = esc(ANSI.sub("", middle) if "\x1b" in middle else middle)
+    return (f'<details class="elision"><summary>{head} <span class="dim">— the {n:,} '
+            f'lines, from the stored text</span></summary><pre>{body}{more}</pre></details>')  # fmt: skip
+
+
+def _nth_lines(text: str, index: int, n: int) -> str:
+    """Lines index..index+n-1 of text, found without splitting all of it."""
+    start = 0
+    for _ in range(index):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    end = start
+    for _ in range(n):
+        nxt = text.find("\n", end)
+        if nxt < 0:
+            return text[start:]
+        end = nxt + 1
+    return text[start : end - 1]
+
+
+def _body_html(ctx: Ctx, item: Item, lines: list[str], offset: int) -> str:
+    """Lines of a result's body (from line `offset` of it), elision lines opened in place."""
+    ev = item.event
+    parts: list[str] = []
+    run: list[str] = []
+    for i, line in enumerate(lines):
+        m = ELISION.match(line) if line.startswith("[") else None
+        if m is None:
+            run.append(line)
+            continue
+        if run:
+            parts.append(f"<pre>{_segment(ctx, ev, run)}</pre>")
+            run = []
+        parts.append(_elision(ctx, line, int(m.group(1)), offset + i, item.stored))
+    if run:
+        parts.append(f"<pre>{_segment(ctx, ev, run)}</pre>")
+    return "".join(parts)
+
+
+def result_html(ctx: Ctx, item: Item) -> str:
+    ev = item.event
+    space = ctx.space
+    shown = item.shown if item.shown is not None else ""
+    bracket, _, body = shown.partition("\n")
+    kind = "stub" if ev.rkind in STUB_KINDS else ev.rkind if ev.rkind in ("recall", "error") else ""
+    anchor = space.anchor(ev.rid) if ev.rid is not None else ""
+    out = [f'<div class="bracket {kind}" id="{anchor}">{linked(ctx, bracket)}']
+    if ev.rkind in STUB_KINDS and ev.points_to is not None and ev.points_to in space.epoch_of:
+        out.append(f' <span class="dim">↵ leads to</span> '
+                   f'{id_link(ctx, ev.points_to, space.ref(ev.points_to))}')  # fmt: skip
+    out.append("</div>")
+    truncated = ""
+    if len(body) > MAX_SHOWN_CHARS:
+        cut = body.rfind("\n", 0, MAX_SHOWN_CHARS)
+        rest = count_lines(body[cut + 1 :])
+        body = body[: max(cut, 0)]
+        truncated = (f'<p class="note">… {rest:,} more lines; <code>ctxview recall '
+                     f'{esc(space.ref(ev.rid or 0))}</code> shows all of them.</p>')  # fmt: skip
+    if body:
+        lines = body.split("\n")
+        if len(lines) > FOLD_AT:
+            out.append(_body_html(ctx, item, lines[:FOLD_SHOW], 0))
+            out.append(f'<details class="more"><summary>+{len(lines) - FOLD_SHOW:,} lines'
+                       f"</summary>{_body_html(ctx, item, lines[FOLD_SHOW:], FOLD_SHOW)}"
+                       "</details>")  # fmt: skip
+        else:
+            out.append(_body_html(ctx, item, lines, 0))
+    out.append(truncated)
+    if ev.rid is not None and ev.rid in space.pointed_by:
+        refs = ", ".join(id_link(ctx, r, space.ref(r)) for r in space.pointed_by[ev.rid])
+        out.append(f'<div class="pointers">stubs and recalls of it: {refs}</div>')
+    return "".join(out)
+
+
+def call_html(ctx: Ctx, call: Event | None, result: Event | None) -> str:
+    ev = call or result
+    assert ev is not None
+    tool = ev.tool or "tool"
+    args = parse_args(call.args) if call else {}
+    summary = args_summary(tool, args) if call else ""
+    out = [f'<div class="call"><span class="tname">▸ {esc(tool)}</span> {linked(ctx, summary)}']
+    if result is not None and result.rkind in EDIT_KINDS:
+        x = extra(result)
+        if isinstance(x.get("added"), int) and isinstance(x.get("removed"), int):
+            out.append(f' <span class="stat"><span class="add">+{x["added"]}</span> '
+                       f'<span class="rem">−{x["removed"]}</span></span>')  # fmt: skip
+    for sub in ctx.space.by_call.get(ev.call_ref or "", []):
+        out.append(f' <a href="#{sub.agent_anchor}">→ sub-agent {sub.number}</a>')
+    out.append("</div>")
+    if call and call.args and (len(call.args) > 120 or "\\n" in call.args):
+        pretty = json.dumps(args, indent=2, ensure_ascii=False)
+        out.append(f"<details class=\"more\"><summary>arguments</summary><pre>{linked(ctx, pretty)}"
+                   "</pre></details>")  # fmt: skip
+    return "".join(out)
+
+
+# Messages, boundaries, other events
+
+
+def _usage(x: dict[str, Any]) -> str:
+    usage = x.get("usage")
+    if not isinstance(usage, dict):
+        return ""
+    parts = [f"{k.removesuffix('_tokens').replace('_', ' ')} {v:,}"
+             for k, v in usage.items() if isinstance(v, int)]  # fmt: skip
+    return f'<span class="usage">{esc(" · ".join(parts))}</span>' if parts else ""
+
+
+def message_html(ctx: Ctx, ev: Event, anchor: str) -> str:
+    role = ev.role or "message"
+    x = extra(ev)
+    text = ev.text or ""
+    who = f'<div class="who {attr(role)}">● {esc(role)}{_usage(x)}</div>'
+    thinking = ""
+    if isinstance(x.get("thinking"), str) and x["thinking"]:
+        thinking = (f'<details class="thinking"><summary>✻ thinking</summary>'
+                    f'<div class="md">{markdown(ctx, x["thinking"])}</div></details>')  # fmt: skip
+    body = f'<div class="md">{markdown(ctx, text)}</div>' if text else ""
+    n = count_lines(text)
+    if n > MESSAGE_FOLD:
+        first = esc(text.split("\n", 1)[0][:200])
+        body = f'<details class="more"><summary>{first} … ({n:,} lines)</summary>{body}</details>'
+    return f'<section class="msg {attr(role)}" id="{anchor}">{who}{thinking}{body}</section>'
+
+
+def boundary_html(ctx: Ctx, ev: Event, number: int, anchor: str) -> str:
+    x = extra(ev)
+    out = [f'<section class="boundary" id="{anchor}"><h2>━━ compaction {number} ━━</h2>',
+           f'<div class="md">{markdown(ctx, ev.text or "")}</div>']  # fmt: skip
+    rows = x.get("rows") if isinstance(x.get("rows"), list) else []
+    if rows:
+        out.append('<table class="files"><caption>Files read before this summary</caption>'
+                   "<tr><th>path</th><th>lines</th><th>sha</th><th>result</th></tr>")  # fmt: skip
+        for r in rows:
+            if not isinstance(r, dict):
+                continue
+            total = r.get("total")
+            span = f"{r.get('first')}-{r.get('last')} of {total}" if total else "empty"
+            rid = r.get("rid")
+            link = ""
+            if isinstance(rid, int):
+                label = ctx.space.ref(rid)
+                link = id_link(ctx, rid, label) if rid in ctx.space.epoch_of else esc(label)
+            out.append(f"<tr><td>{esc(str(r.get('path', '')))}</td><td>{esc(span)}</td>"
+                       f"<td class=\"mono\">{esc(str(r.get('sha', ''))[:8])}</td><td>{link}</td></tr>")  # fmt: skip
+        out.append("</table>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def event_html(ctx: Ctx, ev: Event) -> str:
+    x = extra(ev)
+    if ev.kind == "end":
+        return '<div class="event">■ the session ended</div>'
+    if ev.kind == "usage" and isinstance(x.get("usage"), dict):
+        return f'<div class="event">usage {_usage(x)}</div>'
+    if ev.kind == "elide" and isinstance(x.get("rids"), list):
+        rids = [r for r in x["rids"] if isinstance(r, int)]
+        links = ", ".join(id_link(ctx, r, ctx.space.ref(r)) if r in ctx.space.epoch_of
+                          else esc(ctx.space.ref(r)) for r in rids)  # fmt: skip
+        return (f'<div class="event">✂ {len(rids)} older results now go to the model as '
+                f"stubs: {links}</div>")  # fmt: skip
+    if ev.kind == "compact_due":
+        return (f'<div class="event">⚑ compaction due: {esc(str(x.get("tokens")))} tokens, '
+                f'above {esc(str(x.get("above_tokens")))}</div>')  # fmt: skip
+    what = ev.text or ev.tool or ""
+    return f'<div class="event">‹{esc(ev.kind)}› {linked(ctx, what[:500])}</div>'
+
+
+# Page frame
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts)) if ts else "—"
+
+
+def facts_html(row: SessionRow, agents: int) -> str:
+    facts = [("session", row.id), ("source", row.source), ("workspace", row.workspace or "—"),
+             ("started", _when(row.started)),
+             ("ended", _when(row.ended) if row.ended else "live (still being written)"),
+             ("results", f"{row.results:,}"), ("compactions", f"{row.compactions:,}"),
+             ("characters", f"{row.chars_shown:,} shown to the model, {row.chars_stored:,} "
+                            f"stored, {row.chars_saved:,} saved")]  # fmt: skip
+    if agents:
+        facts.append(("sub-agents", str(agents)))
+    items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
+    return f'<dl class="facts">{items}</dl>'
+
+
+def head(title: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="generator" content="ctxview export">'
+        f"<title>{esc(title)}</title><style>{css()}</style></head><body>\n"
+    )
+
+
+def tail() -> str:
+    return f"<script>{SCRIPT}</script></body></html>\n"
+
+
+def toc_html(plan: Plan, names: PageNames, current: int | None) -> str:
+    if not plan.toc:
+        return ""
+    items = []
+    for entry in plan.toc:
+        anchor = f"b-{entry.number}" if entry.kind == "boundary" else f"m-{entry.seq}"
+        url = f"#{anchor}" if entry.page == current else f"{names.name(entry.page)}#{anchor}"
+        label = f"━ {entry.label}" if entry.kind == "boundary" else entry.label
+        items.append(f'<li class="{entry.kind}"><a href="{attr(url)}">{esc(label)}</a></li>')
+    return (f'<nav class="toc"><details open><summary>Contents: the prompts and the compaction '
+            f"boundaries</summary><ol>{''.join(items)}</ol></details></nav>")  # fmt: skip
+
+
+def pages_nav(names: PageNames, page: int, index_name: str) -> str:
+    if names.pages == 1:
+        return ""
+    prev = f'<a href="{names.name(page - 1)}">← page {page}</a>' if page else "<span></span>"
+    nxt = (f'<a href="{names.name(page + 1)}">page {page + 2} →</a>'
+           if page + 1 < names.pages else "<span></span>")  # fmt: skip
+    return (f'<nav class="pages">{prev}<a href="{attr(index_name)}">index</a>'
+            f"<span>page {page + 1} of {names.pages}</span>{nxt}</nav>")  # fmt: skip
+
+
+# The writer
+
+
+class HtmlExport:
+    """Writes a session's plan out page by page."""
+
+    def __init__(self, source: Source, plan: Plan, out: Path) -> None:
+        self.source = source
+        self.plan = plan
+        self.names = PageNames(out, plan.pages)
+        self.out = out
+        self.files: list[Path] = []
+        self.sizes: list[int] = []
+        self._fh: IO[str] | None = None
+        self._page = -1
+        self._written = 0
+
+    # pages
+
+    def _open_page(self, page: int) -> None:
+        self._close_page()
+        self._page = page
+        path = self.names.path(page)
+        self.files.append(path)
+        # Open across many blocks, closed by _close_page (also on error, by run).
+        self._fh = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+        row = self.plan.main.info.row
+        title = row.title or row.id
+        suffix = f" — page {page + 1} of {self.names.pages}" if self.names.pages > 1 else ""
+        self._w(head(title + suffix))
+        self._w(f'<header class="top"><h1>{esc(title)}</h1>')
+        if page == 0:
+            self._w(facts_html(row, len(self.plan.spaces)))
+            self._w('<p class="dim">Secrets: <a href="#redactions">what was redacted</a> is '
+                    "at the end.</p>" if self.names.pages == 1 else "")  # fmt: skip
+        self._w("</header>")
+        self._w(pages_nav(self.names, page, self.out.name))
+        if self.names.pages == 1:
+            self._w(toc_html(self.plan, self.names, 0))
+        self._w("<main>\n")
+
+    def _close_page(self, footer: str = "") -> None:
+        if self._fh is None:
+            return
+        self._w("</main>")
+        self._w(pages_nav(self.names, self._page, self.out.name))
+        self._w(footer)
+        self._w(tail())
+        self._fh.close()
+        self.sizes.append(self._written)
+        self._written = 0
+        self._fh = None
+
+    def _w(self, text: str) -> None:
+        assert self._fh is not None
+        self._fh.write(text)
+        self._written += len(text)
+
+    # blocks
+
+    def run(self, redaction_note: Any) -> list[Path]:
+        plan = self.plan
+        starts = list(plan.page_starts)
+        self._open_page(0)
+        page = 0
+        for seq, html in self._blocks(plan.main, 0):
+            while starts and seq >= starts[0]:
+                starts.pop(0)
+                page += 1
+                self._close_page()
+                self._open_page(page)
+            self._w(html)
+        if plan.main.orphans:
+            self._w('<section class="orphans"><h2>Sub-agents</h2>')
+            for sub in plan.main.orphans:
+                for html in self._agent(sub, None):
+                    self._w(html)
+            self._w("</section>")
+        note = redaction_note()
+        footer = (f'<footer id="redactions"><p>{esc(note)}.</p><p>Exported by ctxview on '
+                  f"{_when(time.time())} from the store; every id is a link.</p></footer>")  # fmt: skip
+        self._close_page(footer)
+        if plan.pages > 1:
+            self._write_index(note)
+        return self.files
+
+    def _blocks(self, space: Space, page: int) -> Iterator[tuple[int, str]]:
+        """(first seq, HTML) of each block of a session, in order. A call waits for its result
+        (parallel calls come before their results); the rest of the stream queues behind it."""
+        pending: list[list[Any]] = []  # [seq, html or None, call item]
+        waiting: dict[str, list[Any]] = {}
+        epoch = 0
+        ctx = Ctx(space, page, 0, self.names)
+        for item in self.source.items(space.id):
+            ev = item.event
+            if space is self.plan.main:
+                ctx.page = self._page_of(ev.seq, ctx.page)
+            if ev.kind == "result" and ev.call_ref and ev.call_ref in waiting:
+                block = waiting.pop(ev.call_ref)
+                ctx_b = Ctx(space, block[3], block[4], self.names)
+                block[1] = self._tool(ctx_b, block[2], item)
+            else:
+                if ev.kind == "compaction":
+                    epoch += 1
+                ctx.epoch = epoch
+                if ev.kind == "call" and ev.call_ref and ev.call_ref in space.call_rid:
+                    block = [ev.seq, None, item, ctx.page, epoch]
+                    waiting[ev.call_ref] = block
+                    pending.append(block)
+                else:
+                    html = self._single(ctx, item, epoch)
+                    pending.append([ev.seq, html, None, ctx.page, epoch])
+            while pending and pending[0][1] is not None:
+                done = pending.pop(0)
+                yield done[0], done[1]
+            if len(pending) > 2000:  # a call whose result never came: let it go
+                done = pending.pop(0)
+                if done[1] is None:
+                    ref = done[2].event.call_ref
+                    waiting.pop(ref, None)
+                    done[1] = self._tool(Ctx(space, done[3], done[4], self.names), done[2], None)
+                yield done[0], done[1]
+        for done in pending:
+            if done[1] is None:
+                done[1] = self._tool(Ctx(space, done[3], done[4], self.names), done[2], None)
+            yield done[0], done[1]
+
+    def _page_of(self, seq: int, current: int) -> int:
+        starts = self.plan.page_starts
+        while current < len(starts) and seq >= starts[current]:
+            current += 1
+        return current
+
+    def _single(self, ctx: Ctx, item: Item, epoch: int) -> str:
+        ev = item.event
+        prefix = ctx.space.prefix
+        if ev.kind == "message":
+            return message_html(ctx, ev, f"{prefix}m-{ev.seq}")
+        if ev.kind == "compaction":
+            ctx_before = Ctx(ctx.space, ctx.page, epoch - 1, ctx.pages)
+            return boundary_html(ctx_before, ev, epoch, f"{prefix}b-{epoch}")
+        if ev.kind in ("call", "result"):
+            if ev.kind == "call":
+                return self._tool(ctx, item, None)
+            return self._tool(ctx, None, item)
+        return event_html(ctx, ev)
+
+    def _tool(self, ctx: Ctx, call: Item | None, result: Item | None) -> str:
+        first = call or result
+        assert first is not None
+        cev = call.event if call else None
+        rev = result.event if result else None
+        out = [f'<section class="tool" id="{ctx.space.prefix}s-{first.event.seq}">',
+               call_html(ctx, cev, rev)]  # fmt: skip
+        if result is not None:
+            out.append(result_html(ctx, result))
+        elif cev is not None:
+            out.append('<div class="dim">… no result was recorded</div>')
+        ref = (cev or rev).call_ref if (cev or rev) else None  # type: ignore[union-attr]
+        for sub in ctx.space.by_call.get(ref or "", []):
+            out.extend(self._agent(sub, ctx))
+        out.append("</section>\n")
+        return "".join(out)
+
+    def _agent(self, sub: Space, parent_ctx: Ctx | None) -> Iterator[str]:
+        row = sub.info.row
+        back = ""
+        parent = sub.parent
+        if parent is not None and sub.parent_call and sub.parent_call in parent.call_rid:
+            rid = parent.call_rid[sub.parent_call]
+            pctx = parent_ctx or Ctx(parent, sub.page, 0, self.names)
+            back = (f'<p class="dim">Started by the call of {id_link(pctx, rid, parent.ref(rid), parent)}'
+                    " in the session above.</p>")  # fmt: skip
+        yield (f'<details class="agent" id="{sub.agent_anchor}"><summary>sub-agent {sub.number}: '
+               f"{esc(row.title or row.id)} · {row.results:,} results</summary>{back}"
+               f'<p class="dim mono">{esc(row.id)}</p>')  # fmt: skip
+        parts: list[str] = []
+        for _, html in self._blocks(sub, sub.page):
+            parts.append(html)
+            if len(parts) > 200:
+                yield "".join(parts)
+                parts = []
+        yield "".join(parts)
+        for orphan in sub.orphans:
+            yield from self._agent(orphan, None)
+        yield "</details>\n"
+
+    def _write_index(self, note: str) -> None:
+        plan = self.plan
+        row = plan.main.info.row
+        path = self.out
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write(head(row.title or row.id))
+            f.write(f'<header class="top"><h1>{esc(row.title or row.id)}</h1>')
+            f.write(facts_html(row, len(plan.spaces)))
+            f.write(f'<p class="dim">{plan.pages} pages (split past '
+                    f"{self._threshold_note()}).</p></header>")  # fmt: skip
+            f.write(toc_html(plan, self.names, None))
+            f.write('<main><h2>Pages</h2><table class="sessions"><tr><th>page</th>'
+                    "<th>results</th><th class=\"num\">size</th></tr>")  # fmt: skip
+            for i in range(plan.pages):
+                first, last = plan.page_ids[i] if i < len(plan.page_ids) else (None, None)
+                span = (f"{plan.main.ref(first)} – {plan.main.ref(last)}"
+                        if first is not None and last is not None else "—")  # fmt: skip
+                size = self.sizes[i] if i < len(self.sizes) else 0
+                f.write(f'<tr><td><a href="{self.names.name(i)}">page {i + 1}</a></td>'
+                        f'<td class="mono">{esc(span)}</td><td class="num">{size / 1e6:.1f} MB'
+                        "</td></tr>")  # fmt: skip
+            f.write("</table></main>")
+            f.write(f'<footer id="redactions"><p>{esc(note)}.</p></footer>')
+            f.write(tail())
+        self.files.insert(0, path)
+
+    threshold: int | None = None
+
+    def _threshold_note(self) -> str:
+        return f"{self.threshold / 1e6:g} MB a page" if self.threshold else "a size"
+
+
+def session_index(out: Path, rows: list[tuple[SessionRow, str, int]], note: str) -> None:
+    """`--all`: an index of every session, with the session list's facts, linking each file."""
+    with open(out, "w", encoding="utf-8", newline="\n") as f:
+        f.write(head("ctxview sessions"))
+        f.write('<header class="top"><h1>Sessions</h1>'
+                f'<p class="dim">{len(rows)} sessions, newest first; sub-agents are inside '
+                "their session.</p></header><main>")  # fmt: skip
+        f.write('<table class="sessions"><tr><th>session</th><th>started</th><th>state</th>'
+                '<th class="num">results</th><th class="num">saved</th><th>title</th>'
+                "<th>source</th></tr>")  # fmt: skip
+        for row, name, agents in rows:
+            state = "live" if row.ended is None else "ended"
+            title = esc(row.title) + (f' <span class="dim">(+{agents} sub-agents)</span>'
+                                      if agents else "")  # fmt: skip
+            f.write(f'<tr><td class="mono"><a href="{attr(name)}">{esc(row.id)}</a></td>'
+                    f"<td>{_when(row.started)}</td><td>{state}</td>"
+                    f'<td class="num">{row.results:,}</td><td class="num">{row.chars_saved:,}</td>'
+                    f"<td>{title}</td><td>{esc(row.source)}</td></tr>")  # fmt: skip
+        f.write(f'</table></main><footer id="redactions"><p>{esc(note)}.</p></footer>')
+        f.write(tail())

@@ -1,0 +1,116 @@
+"""One export from start to end: plan, write, count what was redacted; on any failure the
+files written so far are removed (an export never leaves a half-redacted file behind)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import html, jsonl, markdown
+from .plan import build
+from .redact import Redactor
+from .source import Source
+
+EXTENSIONS = {"html": "html", "md": "md", "json": "jsonl"}
+DEFAULT_PAGE_MB = 10.0
+
+
+@dataclass
+class ExportResult:
+    files: list[Path] = field(default_factory=list)
+    sessions: int = 0
+    pages: int = 1
+    sizes: list[int] = field(default_factory=list)
+
+
+def safe_name(session_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120] or "session"
+
+
+def default_output(session_id: str, fmt: str) -> Path:
+    return Path(f"{safe_name(session_id)}.{EXTENSIONS[fmt]}")
+
+
+def export_session(source: Source, session_id: str, fmt: str, out: Path,
+                   page_bytes: int | None) -> ExportResult:  # fmt: skip
+    """One session (and its sub-agents) to `out`."""
+    redactor = source.redactor
+    info = source.tree(session_id)
+    written: list[Path] = []
+    try:
+        if fmt == "json":
+            from .plan import Plan, Space
+
+            plan = Plan(Space(info))
+            written = jsonl.write(source, info, out, redactor.summary,
+                                  lambda: dict(redactor.counts), redactor.enabled)  # fmt: skip
+            return ExportResult(written, 1, 1, [out.stat().st_size])
+        plan = build(source, info, page_bytes if fmt == "html" else None)
+        if fmt == "md":
+            written = markdown.MdExport(source, plan, out).run(redactor.summary)
+            return ExportResult(written, 1, 1, [out.stat().st_size])
+        writer = html.HtmlExport(source, plan, out)
+        writer.threshold = page_bytes
+        try:
+            written = writer.run(redactor.summary)
+        finally:
+            written = writer.files
+            writer._close_page()
+        return ExportResult(written, 1, plan.pages, [p.stat().st_size for p in written])
+    except BaseException:
+        for p in written or _guess(out):
+            p.unlink(missing_ok=True)
+        raise
+
+
+def _guess(out: Path) -> list[Path]:
+    stem = out.name[:-5] if out.name.endswith(".html") else out.name
+    return [out, *out.parent.glob(f"{stem}.p[0-9][0-9][0-9].html")]
+
+
+def export_all(source: Source, fmt: str, folder: Path, page_bytes: int | None) -> ExportResult:
+    """Every top-level session (sub-agents go inside theirs) and an index of them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = source.sessions()
+    ids = {r.id for r in rows}
+    top = [r for r in rows if not r.parent_session or r.parent_session not in ids]
+    result = ExportResult()
+    listed = []
+    for row in top:
+        name = f"{safe_name(row.id)}.{EXTENSIONS[fmt]}"
+        one = export_session(source, row.id, fmt, folder / name, page_bytes)
+        result.files.extend(one.files)
+        result.sizes.extend(one.sizes)
+        result.sessions += 1
+        agents = sum(1 for r in rows if r.parent_session == row.id)
+        listed.append((row, name, agents))
+    index = folder / f"index.{'json' if fmt == 'json' else fmt}"
+    if fmt == "html":
+        html.session_index(index, listed, source.redactor.summary())
+    elif fmt == "md":
+        _md_index(index, listed, source.redactor.summary())
+    else:
+        import json
+
+        index.write_text(json.dumps(
+            {"format": jsonl.FORMAT, "version": jsonl.VERSION,
+             "sessions": [{**jsonl.session_record(r), "file": n} for r, n, _ in listed]},
+            ensure_ascii=False, indent=1))  # fmt: skip
+    result.files.insert(0, index)
+    return result
+
+
+def _md_index(path: Path, listed: list, note: str) -> None:  # type: ignore[type-arg]
+    lines = ["# Sessions\n", "| session | started | state | results | saved | title |",
+             "|---|---|---|---:|---:|---|"]  # fmt: skip
+    for row, name, _ in listed:
+        state = "live" if row.ended is None else "ended"
+        title = " ".join(row.title.split()).replace("|", "\\|").replace("<", "&lt;")
+        lines.append(f"| [`{row.id}`]({name}) | {markdown._when(row.started)} | {state} | "
+                     f"{row.results:,} | {row.chars_saved:,} | {title} |")  # fmt: skip
+    lines.append(f"\n{note}.\n")
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+__all__ = ["DEFAULT_PAGE_MB", "ExportResult", "Redactor", "export_all", "export_session"]

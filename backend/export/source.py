@@ -1,0 +1,206 @@
+"""What an export reads from the store, in ranges, already redacted.
+
+Export is a batch reader: plain sqlite3 on one connection (a range of events with their bodies
+is one query), so a session of 100,000 results is read a chunk at a time and memory stays flat.
+Every string a format will write passes through the `Redactor` here, before any format sees it:
+a format cannot forget to redact (fail closed). Left as they are: the structural ids that link
+records (session ids, call refs, result ids), which are never secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..store.connect import BUSY_TIMEOUT_MS
+from ..store.records import EVENT_COLUMNS, Event, SessionRow
+from ..store.schema import StoreError, check
+from .redact import Redactor
+
+CHUNK = 400  # events per range query
+
+_E_COLS = ", ".join(f"e.{c}" for c in EVENT_COLUMNS)
+_RANGE_SQL = (
+    f"SELECT e.seq, {_E_COLS}, b.shown, "
+    "CASE WHEN ?3 OR e.capped THEN CAST(b.stored AS TEXT) END "
+    "FROM events e LEFT JOIN bodies b ON b.session = e.session AND b.rid = e.rid "
+    "WHERE e.session = ?1 AND e.seq > ?2 ORDER BY e.seq LIMIT ?4"
+)
+# The lean pass: enough to group events into blocks, place them on pages and link ids.
+_LEAN_SQL = (
+    "SELECT seq, kind, role, call_ref, rid, rkind, capped, coalesce(shown_chars, 0), "
+    "coalesce(stored_chars, 0), coalesce(shown_lines, 0), "
+    "coalesce(length(text), 0) + coalesce(length(args), 0) + coalesce(length(data), 0), "
+    "CASE WHEN kind = 'message' AND role = 'user' THEN substr(text, 1, 300) END "
+    "FROM events WHERE session = ? ORDER BY seq"
+)
+
+
+@dataclass
+class Item:
+    """One event with its body: `shown` what the model was given, `stored` the full text
+    (only when asked for, or the result was capped)."""
+
+    event: Event
+    shown: str | None = None
+    stored: str | None = None
+
+
+@dataclass
+class Lean:
+    seq: int
+    kind: str
+    role: str | None
+    call_ref: str | None
+    rid: int | None
+    rkind: str | None
+    capped: bool
+    shown_chars: int
+    stored_chars: int
+    shown_lines: int
+    other_chars: int
+    prompt: str | None
+
+
+@dataclass
+class SessionInfo:
+    row: SessionRow
+    children: list[SessionInfo] = field(default_factory=list)
+
+
+class Source:
+    """The store, read for an export. Strings come out redacted by `redactor`."""
+
+    def __init__(self, path: Path, redactor: Redactor) -> None:
+        path = Path(path)
+        if not path.exists():
+            raise StoreError(
+                f"There is no store at {path}; `ctxview demo` or `ctxview import PATH` makes one."
+            )
+        self.path = path
+        self.redactor = redactor
+        try:
+            self.conn = sqlite3.connect(path)
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            version = check(self.conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"The store at {path} cannot be read: {exc}.") from None
+        if version is None:
+            raise StoreError(f"The store at {path} has no sessions yet.")
+        from ..store.schema import SCHEMA_VERSION
+
+        if version != SCHEMA_VERSION:
+            raise StoreError(
+                f"The store at {path} is an older version; open it once with ctxview "
+                "(e.g. `ctxview sessions`) to migrate it, then export."
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # Sessions
+
+    def sessions(self) -> list[SessionRow]:
+        """Every session with the session list's figures, newest first (the reader's query)."""
+        from ..store.reader import _SESSION_SELECT, _session
+
+        rows = self.conn.execute(_SESSION_SELECT + " ORDER BY s.started DESC, s.id").fetchall()
+        return [self._clean_session(_session(r)) for r in rows]
+
+    def tree(self, session_id: str) -> SessionInfo:
+        """A session and its sub-agents (and theirs), oldest first."""
+        by_parent: dict[str | None, list[SessionRow]] = {}
+        rows = self.sessions()
+        found = None
+        for r in rows:
+            by_parent.setdefault(r.parent_session, []).append(r)
+            if r.id == session_id:
+                found = r
+        if found is None:
+            raise StoreError(f"There is no session {session_id} in the store.")
+
+        def build(row: SessionRow, seen: set[str]) -> SessionInfo:
+            seen.add(row.id)
+            kids = sorted(by_parent.get(row.id, []), key=lambda s: (s.started, s.id))
+            return SessionInfo(row, [build(k, seen) for k in kids if k.id not in seen])
+
+        return build(found, set())
+
+    def resolve(self, ref: str | None) -> SessionRow:
+        """A session by id or unique prefix; the newest top-level one when `ref` is None."""
+        rows = self.sessions()
+        if not rows:
+            raise StoreError(f"The store at {self.path} has no sessions yet.")
+        if ref is None:
+            top = [r for r in rows if not r.parent_session] or rows
+            return top[0]
+        for r in rows:
+            if r.id == ref:
+                return r
+        hits = [r for r in rows if r.id.startswith(ref)]
+        if not hits:
+            raise StoreError(f"There is no session {ref} in the store.")
+        if len(hits) > 1:
+            raise StoreError(f"More than one session starts with {ref}; give more of its id.")
+        return hits[0]
+
+    def _clean_session(self, row: SessionRow) -> SessionRow:
+        r = self.redactor
+        return replace(
+            row,
+            title=r.text(row.title) or "",
+            workspace=r.text(row.workspace) or "",
+            source_path=r.text(row.source_path),
+            config=r.json_text(row.config) or "{}",
+            data=r.json_text(row.data) or "{}",
+        )
+
+    # Events
+
+    def lean(self, session_id: str) -> Iterator[Lean]:
+        """Every event of the session in order, without bodies or texts (a cursor, not a list)."""
+        for row in self.conn.execute(_LEAN_SQL, (session_id,)):
+            prompt = self.redactor.text(row[11]) if row[11] is not None else None
+            yield Lean(row[0], row[1], row[2], row[3], row[4], row[5], bool(row[6]), row[7],
+                       row[8], row[9], row[10], prompt)  # fmt: skip
+
+    def items(self, session_id: str, *, stored: bool = False) -> Iterator[Item]:
+        """Every event with its body, in order, read CHUNK events at a time. `stored`: the full
+        stored text of every result (else only of a capped one, for its elided middle)."""
+        after = 0
+        while True:
+            rows = self.conn.execute(
+                _RANGE_SQL, (session_id, after, int(stored), CHUNK)
+            ).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield self._item(session_id, row)
+            after = rows[-1][0]
+            del rows
+
+    def _item(self, session_id: str, row: tuple[Any, ...]) -> Item:
+        n = len(EVENT_COLUMNS)
+        ev = Event.from_row(session_id, row[0], row[1 : n + 1])
+        r = self.redactor
+        ev.tool = r.text(ev.tool)
+        ev.args = r.json_text(ev.args)
+        ev.text = r.text(ev.text)
+        ev.path = r.text(ev.path)
+        ev.data = r.json_text(ev.data)
+        return Item(ev, r.text(row[n + 1]), r.text(row[n + 2]))
+
+
+def extra(ev: Event) -> dict[str, Any]:
+    """An event's data as a dict ({} when absent or not an object)."""
+    if not ev.data:
+        return {}
+    try:
+        value = json.loads(ev.data)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

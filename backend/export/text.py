@@ -1,0 +1,119 @@
+"""Text helpers the formats share: ids to links, a call in a few words, lines and elisions.
+Pure functions."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..rules.ids import ID_IN_TEXT
+
+ELISION = re.compile(r"^\[(\d+) lines elided, full output (#[0-9a-f]+)\]$")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+FILE_LINE = re.compile(
+    r"^\[(?:#[0-9a-f]+ )?(?P<path>\S+)(?: moved to (?P<to>\S+))? (?:sha [0-9a-f]+|deleted)\]"
+)
+
+
+def esc(text: str) -> str:
+    """HTML-escape text for element content (quotes are left: never used inside attributes)."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def attr(text: str) -> str:
+    return esc(text).replace('"', "&quot;").replace("'", "&#39;")
+
+
+def link_ids(text: str, known: Callable[[int], bool], link: Callable[[int, str], str],
+             plain: Callable[[str], str]) -> str:  # fmt: skip
+    """`text` with every `#hex` that names a known result replaced by `link(rid, "#hex")`, the
+    rest passed through `plain` (escaping)."""
+    if "#" not in text:
+        return plain(text)
+    out: list[str] = []
+    pos = 0
+    for m in ID_IN_TEXT.finditer(text):
+        rid = int(m.group(1), 16)
+        if not known(rid):
+            continue
+        out.append(plain(text[pos : m.start()]))
+        out.append(link(rid, m.group(0)))
+        pos = m.end()
+    if not pos:
+        return plain(text)
+    out.append(plain(text[pos:]))
+    return "".join(out)
+
+
+def parse_args(args: str | None) -> dict[str, Any]:
+    if not args:
+        return {}
+    try:
+        value = json.loads(args)
+    except ValueError:
+        return {"args": args}
+    return value if isinstance(value, dict) else {"args": value}
+
+
+def args_summary(tool: str, args: dict[str, Any]) -> str:
+    """The call on one line: what a person needs to recognise it."""
+
+    def first_line(value: Any, limit: int = 160) -> str:
+        s = str(value)
+        line = s.split("\n", 1)[0]
+        return (line[:limit] + "…") if len(line) > limit or "\n" in s else line
+
+    path = args.get("path", args.get("file_path"))
+    if tool == "read":
+        where = f" {args['offset']}" if "offset" in args else ""
+        if "limit" in args:
+            where += f" +{args['limit']}"
+        return f"{path}{where}"
+    if tool == "bash":
+        return first_line(args.get("command", ""))
+    if tool in ("edit", "multiedit", "write") and path:
+        return str(path)
+    if tool == "apply_patch":
+        patch = str(args.get("patch", args.get("input", "")))
+        files = re.findall(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", patch, re.M)
+        return ", ".join(files) or "patch"
+    if tool == "recall":
+        rest = " ".join(f"{k} {v}" for k, v in args.items() if k != "id")
+        return f"{args.get('id', '')} {rest}".strip()
+    if tool in ("grep", "glob", "list", "search") and ("pattern" in args or "path" in args):
+        return f"{args.get('pattern', '')} {args.get('path', '')}".strip()
+    for key in ("command", "description", "path", "file_path", "pattern", "query", "url"):
+        if isinstance(args.get(key), str):
+            return first_line(args[key])
+    return first_line(json.dumps(args, ensure_ascii=False, sort_keys=True), 200)
+
+
+def count_lines(text: str) -> int:
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+LANGS = {
+    "py": "python", "js": "javascript", "mjs": "javascript", "ts": "typescript",
+    "tsx": "tsx", "jsx": "jsx", "go": "go", "rs": "rust", "rb": "ruby", "java": "java",
+    "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "hpp": "cpp", "cs": "csharp", "sh": "bash",
+    "bash": "bash", "zsh": "bash", "json": "json", "toml": "toml", "yaml": "yaml", "yml": "yaml",
+    "md": "markdown", "html": "html", "css": "css", "sql": "sql", "kt": "kotlin",
+    "swift": "swift", "php": "php", "lua": "lua", "txt": "text", "xml": "xml",
+}  # fmt: skip
+
+
+def language(path: str | None) -> str:
+    """A fenced block's language for a file's name ('' when unknown)."""
+    if not path or "." not in path.rsplit("/", 1)[-1]:
+        return ""
+    return LANGS.get(path.rsplit(".", 1)[-1].lower(), "")
