@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..importers.detect import NotTranscript
 from ..store import Writer
 from ..store.records import EVENT_COLUMNS, Body, Event
 from .jsonl import FORMAT, VERSION
@@ -21,8 +22,9 @@ def is_export(record: Any) -> bool:
     return isinstance(record, dict) and record.get("format") == FORMAT and "version" in record
 
 
-class BadExport(ValueError):
-    """The file is an export this ctxview cannot read; the message is one sentence."""
+class BadExport(NotTranscript):
+    """The file is an export this ctxview cannot read; the message is one sentence (the import
+    command reports it as it does a file of neither format)."""
 
 
 def _event(rec: dict[str, Any]) -> Event:
@@ -76,8 +78,10 @@ async def import_export(writer: Writer, path: Path) -> Any:
                         if ev.rid is not None and "shown" in rec:
                             bodies = [Body(ev.rid, str(rec["shown"]), str(rec.get("stored", "")))]
                         await writer.append(sid, [ev], bodies)
-                except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                except (BadExport, ValueError, TypeError, AttributeError, KeyError) as exc:
                     report.problems.append(Problem(str(path), n, str(exc)))
+    if not created:
+        report.lines = report.bytes = 0  # every session was here already: nothing new
     return report
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 CLAUDE = "claude-code"
 CODEX = "codex"
+EXPORT = "ctxview-export"  # `ctxview export --format json` (backend/export/json_import.py)
 
 # Record types only Claude Code writes, and only Codex writes (FORMATS.md 1.3, 2.2).
 _CLAUDE_TYPES = frozenset({
@@ -34,6 +35,8 @@ def classify(record: Any) -> str | None:
     """The format one parsed line belongs to, or None when the line says nothing."""
     if not isinstance(record, dict):
         return None
+    if record.get("type") == "export" and record.get("format") == EXPORT:
+        return EXPORT
     kind = record.get("type")
     if isinstance(kind, str):
         if kind in _CODEX_TYPES and "payload" in record:

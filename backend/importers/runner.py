@@ -23,7 +23,7 @@ from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
 from .common import BadRecord, when
-from .detect import CLAUDE, CODEX, detect
+from .detect import CLAUDE, CODEX, EXPORT, detect
 from .replay import Replay
 from .source import Identity, head_hash, identity, lines_from
 
@@ -220,6 +220,10 @@ class FileImporter:
         self.problems_total = 0
 
     async def step(self, *, live: bool = False, progress: Progress | None = None) -> FileReport:
+        if self.hub is None and detect(self.path) == EXPORT:  # ctxview's own export: its importer
+            from ..export.json_import import import_export
+
+            return await import_export(self.writer, self.path)  # type: ignore[no-any-return]
         report = FileReport(str(self.path))
         if self.hub is None:
             fmt = detect(self.path)  # NotTranscript for a file of neither format
