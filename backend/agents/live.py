@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 CLAUDE = "claude-code"
 
@@ -79,3 +80,18 @@ def session_lock(store: Path | str, session_id: str, timeout: float = 1.5) -> It
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+async def stored_calls(writer: Any, session_id: str) -> set[str]:
+    """The `call_ref`s of the results a session holds (an importer asks which results a hook
+    already stored). Through the writer's own connection, in one hop."""
+    from ..store.connect import on_thread
+
+    def _query(conn: sqlite3.Connection) -> set[str]:
+        rows = conn.execute(
+            "SELECT call_ref FROM events WHERE session = ? AND kind = 'result' "
+            "AND call_ref IS NOT NULL", (session_id,)
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    return await on_thread(writer._conn, _query)

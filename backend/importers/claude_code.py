@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from ..agents.live import stored_calls
 from .common import (
     BadRecord,
     block_text,
@@ -54,6 +55,7 @@ class ClaudeParser:
         self._side: dict[str, str] = state.get("side", {})  # sidechain uuid -> session id
         self._compact: dict[str, Any] | None = state.get("compact")
         self._msg: dict[str, Any] | None = None
+        self._hooked: dict[str, set[str]] = {}  # session -> results a hook stored
 
     def state(self) -> dict[str, Any]:
         return {
@@ -209,6 +211,8 @@ class ClaudeParser:
         if c is None:
             return
         target = await self.hub.replay(c["sid"]) if c.get("sid") else replay
+        if target.data.get("hooked"):
+            return  # Claude Code's hook recorded this compaction and gave the model its table
         data = {"source": "compact_boundary", **{k: v for k, v in c["meta"].items()
                                                   if isinstance(k, str)}}  # fmt: skip
         await target.compact(summary, ts=c["ts"], data=data)
@@ -261,6 +265,8 @@ class ClaudeParser:
             done = call["linked"]
             self._side = {u: sid for u, sid in self._side.items() if sid != done}
             await self.hub.release(done)
+        if await self._stored_by_hook(target, call_id):
+            return
         if not error:
             if name == "Read" and await self._read(target, args, text, tur, ref):
                 return
@@ -272,6 +278,16 @@ class ClaudeParser:
         changes = (args["file_path"],) if name in _EDITS and isinstance(
             args.get("file_path"), str) and not error else ()  # fmt: skip
         await target.generic(_RENAME.get(name, name), args, text, changes=changes, **ref)
+
+    async def _stored_by_hook(self, target: Replay, call_id: str) -> bool:
+        """A result Claude Code's hook already stored with the id the model saw
+        (backend/agents/claude_hooks.py): the import adds what is around it, never a second."""
+        if not target.data.get("hooked"):
+            return False
+        known = self._hooked.get(target.id)
+        if known is None or call_id not in known:  # the hook may have stored it since
+            known = self._hooked[target.id] = await stored_calls(self.hub.writer, target.id)
+        return call_id in known
 
     async def _read(self, replay: Replay, args: dict[str, Any], text: str, tur: Any,
                     ref: dict[str, Any]) -> bool:  # fmt: skip
