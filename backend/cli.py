@@ -8,8 +8,12 @@ import importlib
 import os
 import sqlite3
 import sys
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
+from .store.paths import StoreWarning
 from .store.schema import StoreError
 
 # name -> (module, one-line help). Bare `ctxview` is `ctxview view`.
@@ -70,14 +74,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run is None:
         parser.print_help()
         return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_store_warning
+        return _run(args, run)
+
+
+def _run(args: argparse.Namespace, run: Any) -> int:
     try:
         return int(run(args) or 0)
     except (CliError, StoreError) as exc:
         print(f"ctxview: {exc}", file=sys.stderr)
         return 1
     except sqlite3.DatabaseError as exc:
-        # A store damaged past its first pages passes the open and fails on a later query.
-        print(f"ctxview: The store cannot be read ({exc}); it may be damaged.", file=sys.stderr)
+        # A full disk, a read-only or busy store, or damage past what the open's check saw.
+        from .store.connect import sentence
+
+        print(f"ctxview: {sentence(exc, _store_named(args))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -85,6 +97,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `ctxview show … | head`: the reader left; exit quietly, as a Unix filter does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _store_named(args: argparse.Namespace) -> Path | None:
+    """The store an error is about: the demo's own is not the default one."""
+    from .commands.common import store_path
+
+    if args.command == "demo" and not getattr(args, "store", None):
+        return None
+    return store_path(args)
+
+
+_default_showwarning = warnings.showwarning
+
+
+def _show_store_warning(message: Warning | str, category: type[Warning], *rest: Any) -> None:
+    """A StoreWarning is one line on stderr, like the errors; any other warning as Python shows
+    it."""
+    if issubclass(category, StoreWarning):
+        print(f"ctxview: {message}", file=sys.stderr)
+    else:
+        _default_showwarning(message, category, *rest)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,31 @@
-"""Opening the store: the same pragmas and schema check for the writer and the reader."""
+"""Opening the store: the writer's read-write connection and the reader's read-only one, the same
+schema check and a bounded integrity check for both, and SQLite's errors as one sentence."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import aiosqlite
 
 from . import schema
-from .paths import prepare
+from .paths import prepare, tighten
 from .schema import StoreError
 
-BUSY_TIMEOUT_MS = 10_000
+# How long a connection waits for another one's write lock. The environment variable is for
+# tests and for slow network disks.
+BUSY_TIMEOUT_MS = int(os.environ.get("CTXVIEW_BUSY_TIMEOUT_MS", "10000"))
+
+# SQLite's quick_check on open, stopped after this long. It walks every page of every b-tree
+# (about 0.1 s per 200 MB here, warm), so stores up to a few hundred MB are checked in full;
+# a larger one is checked as far as the budget goes, which keeps the viewer's first screen
+# within its 1.5 s (bench/bench_viewer.py: 862 MB, 100,000 results).
+QUICK_CHECK_SECONDS = 0.25
 
 T = TypeVar("T")
 
@@ -28,42 +40,191 @@ async def on_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any
     return await conn._execute(fn, conn._conn, *args)
 
 
+def identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when there is none: what tells a store from
+    the one that replaced it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def sidecars(path: Path) -> tuple[bool, bool]:
+    """Whether the store's -wal and -shm files exist."""
+    return (Path(f"{path}-wal").exists(), Path(f"{path}-shm").exists())
+
+
 async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
+    """The writer's connection (`create`: read-write, the store made if missing, migrated) or the
+    reader's (read-only: it never writes, never creates or migrates, never turns a file into a
+    store)."""
     path = Path(path)
     if create:
-        prepare(path)
-    elif not path.exists():
-        raise StoreError(
-            f"There is no store at {path}; `ctxview demo` or `ctxview import PATH` makes one."
-        )
-    conn = aiosqlite.connect(path, isolation_level=None)
+        _before_writing(path)
+        target, uri = str(path), False
+    else:
+        _before_reading(path)
+        target, uri = _read_only_uri(path), True
+    conn = aiosqlite.connect(target, isolation_level=None, uri=uri)
     try:
         await conn
     except sqlite3.Error as exc:
         # aiosqlite stops its thread without waiting; if the loop closed first (a CLI exiting
         # with this error), the thread would print a traceback about the closed loop.
         conn._thread.join(timeout=5)
-        raise StoreError(f"The store at {path} cannot be opened: {exc}.") from None
+        raise StoreError(sentence(exc, path, opening=True)) from None
     try:
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         # Look before setting WAL mode: a file that is not ours is left exactly as it was.
-        await on_thread(conn, schema.check)
-        await conn.executescript(schema.PRAGMAS)
-        await on_thread(conn, schema.ensure)
+        version = await on_thread(conn, schema.check)
+        if not create and version is None:
+            raise StoreError(f"{path} is an empty SQLite database, not a ctxview store yet.")
+        problem = await on_thread(conn, quick_check, QUICK_CHECK_SECONDS)
+        if problem is not None:
+            raise StoreError(
+                f"The store at {path} is damaged (SQLite's check found: {problem}); "
+                f"it cannot be opened."
+            )
+        if create:
+            tighten(path)
+            await conn.executescript(schema.PRAGMAS)
+            await on_thread(conn, schema.ensure)
+        # A reader takes an older schema as it is: every version is readable, and migrating is
+        # a write (the next writer to open the store migrates it).
     except sqlite3.DatabaseError as exc:
         await conn.close()
-        raise StoreError(_refusal(path, exc)) from None
+        raise StoreError(sentence(exc, path, opening=True)) from None
     except BaseException:
         await conn.close()
         raise
     return conn
 
 
-def _refusal(path: Path, exc: sqlite3.DatabaseError) -> str:
-    """SQLite's error as one sentence about the store."""
-    name = getattr(exc, "sqlite_errorname", "")
-    if name == "SQLITE_NOTADB":
-        return f"{path} is not an SQLite database, so it is not a ctxview store."
-    if name == "SQLITE_CORRUPT":
-        return f"The store at {path} is damaged ({exc}); it cannot be opened."
-    return f"The store at {path} cannot be opened: {exc}."
+def _before_writing(path: Path) -> None:
+    try:
+        prepare(path)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise StoreError(f"The store at {path} cannot be created: {reason}.") from None
+    if not os.access(path, os.W_OK):
+        raise StoreError(f"The store at {path} is read-only, so ctxview cannot write to it.")
+
+
+def _before_reading(path: Path) -> None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise StoreError(
+            f"There is no store at {path}; `ctxview demo` or `ctxview import PATH` makes one."
+        ) from None
+    except OSError as exc:
+        raise StoreError(f"The store at {path} cannot be read: {exc.strerror}.") from None
+    if os.path.isdir(path):
+        raise StoreError(f"{path} is a folder, not a ctxview store.")
+    if st.st_size == 0:
+        # An empty file is what SQLite would make a new database of: a read never does.
+        raise StoreError(f"{path} is an empty file, not a ctxview store; it is left as it is.")
+
+
+def _read_only_uri(path: Path) -> str:
+    """mode=ro: SQLite never writes the database. A file nobody may write (no -wal holding
+    commits) is opened immutable, which needs no -wal or -shm at all: a read-only connection to
+    a WAL database would otherwise make both and could not remove them."""
+    uri = "file:" + quote(str(path.absolute())) + "?mode=ro"
+    wal = Path(f"{path}-wal")
+    if not os.access(path, os.W_OK) and not (wal.exists() and wal.stat().st_size > 0):
+        uri += "&immutable=1"
+    return uri
+
+
+def tidy_after_read(path: Path, before: tuple[bool, bool], opened: tuple[int, int] | None) -> None:
+    """After a read-only connection closed: remove the -wal and -shm it made, as a read-write
+    connection does when it is the last one to close. SQLite decides, under its own lock, whether
+    another connection still uses them; nothing is done when they were there before the read, or
+    when the file at `path` is no longer the one that was read."""
+    if all(before) or identity(path) != opened or not os.access(path, os.W_OK):
+        return
+    if sidecars(path) == before:
+        return
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {min(BUSY_TIMEOUT_MS, 1000)}")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        pass  # in use or gone: leaving the files is what SQLite itself would do
+
+
+def quick_check(conn: sqlite3.Connection, budget: float) -> str | None:
+    """The first problem `PRAGMA quick_check` finds, or None (none found, or the budget ran out).
+
+    SQLite's progress handler is not called inside the b-tree walk, so the budget is enforced by
+    interrupting the connection from a timer thread; the lock keeps a late timer from
+    interrupting whatever statement comes next."""
+    lock = threading.Lock()
+    done = False
+
+    def stop() -> None:
+        with lock:
+            if not done:
+                conn.interrupt()
+
+    timer = threading.Timer(budget, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_INTERRUPT:
+            return None
+        raise
+    finally:
+        with lock:
+            done = True
+        timer.cancel()
+    # A row may start with a "*** in database main ***" line before the problem itself.
+    lines = [ln for r in rows for ln in str(r[0]).splitlines() if not ln.startswith("*** in ")]
+    if not lines or lines[0] == "ok":
+        return None
+    first = " ".join(lines[0].split())[:160]
+    return first.replace(". ", "; ").rstrip(".")
+
+
+def sentence(exc: sqlite3.Error, path: Path | None, *, opening: bool = False) -> str:
+    """SQLite's error as one sentence about the store: what happened (the disk is full, the
+    store is read-only, busy, damaged), not only SQLite's words."""
+    store = f"the store at {path}" if path is not None else "the store"
+    store_ = store[0].upper() + store[1:]
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    said = str(exc).rstrip(".")
+    if primary == sqlite3.SQLITE_FULL:
+        return f"The disk is full, so {store} cannot be written; free some space and try again."
+    if primary == sqlite3.SQLITE_READONLY:
+        return f"{store_} is read-only, so ctxview cannot write to it ({said})."
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        seconds = f"{BUSY_TIMEOUT_MS / 1000:g}"
+        return (
+            f"{store_} is busy: another process kept it locked for more than {seconds} s; "
+            f"try again when that process is done."
+        )
+    if primary == sqlite3.SQLITE_CANTOPEN:
+        return (
+            f"{store_} cannot be opened ({said}); check that the file and its folder exist "
+            f"and may be read."
+        )
+    if primary == sqlite3.SQLITE_NOTADB:
+        where = path if path is not None else "The store's file"
+        return f"{where} is not an SQLite database, so it is not a ctxview store."
+    if primary == sqlite3.SQLITE_CORRUPT:
+        return f"{store_} is damaged ({said})" + ("; it cannot be opened." if opening else ".")
+    if primary == sqlite3.SQLITE_IOERR:
+        return f"The disk failed while {store} was read or written ({said})."
+    if primary in (sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
+        return f"The system did not permit access to {store} ({said})."
+    if primary == sqlite3.SQLITE_NOMEM:
+        return f"There was not enough memory to use {store}."
+    return f"{store_} cannot be {'opened' if opening else 'used'}: {said}."

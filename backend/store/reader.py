@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
 import aiosqlite
 
-from .connect import open_connection
+from .connect import identity, open_connection, sidecars, tidy_after_read
 from .records import EVENT_COLUMNS, SESSION_COLUMNS, Body, Event, SessionRow
 from .schema import StoreError
 
@@ -54,20 +55,33 @@ def _event(row: tuple) -> Event:  # type: ignore[type-arg]
 
 
 class Reader:
-    """Reads the store. Keep one open: open/close per poll makes -wal/-shm come and go."""
+    """Reads the store, read-only: it never writes, and leaves no -wal or -shm it made behind.
+    Keep one open: open/close per poll makes -wal/-shm come and go."""
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        path: Path,
+        *,
+        before: tuple[bool, bool] = (True, True),
+        opened: tuple[int, int] | None = None,
+    ) -> None:
         self._conn = conn
         self.path = path
+        self._before = before  # whether -wal and -shm were there before this reader opened
+        self.identity = opened  # (device, inode) of the file this reader has open
 
     @classmethod
     async def open(cls, path: Path | str) -> Reader:
         path = Path(path)
+        before = sidecars(path)
+        opened = identity(path)
         conn = await open_connection(path, create=False)
-        return cls(conn, path)
+        return cls(conn, path, before=before, opened=opened)
 
     async def close(self) -> None:
         await self._conn.close()
+        await asyncio.to_thread(tidy_after_read, self.path, self._before, self.identity)
 
     async def __aenter__(self) -> Reader:
         return self
