@@ -52,6 +52,7 @@ class RenderContext:
     stored_mode: bool = False
     digits: int = 4
     words: tuple[str, ...] = ()  # the search's words, marked in results' text
+    raw: bool = False  # messages as their raw text, not rendered Markdown
     # rid -> (request, seq of the `elide` event): results an elision stride took out
     elided: dict[int, tuple[int, int]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)

@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 from ctxview.backend.store.records import Event
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Span
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
@@ -40,6 +39,7 @@ from ..render.blocks import (
 from ..render.heights import Heights
 from ..render.outline import KIND, RID, SEQ, Block, Outline
 from ..render.palette import Palette, palette_for
+from ..render.wrap import wrap_strips
 
 GUTTER = 2
 TAIL_ROWS = 3000  # rows loaded before the first screen
@@ -376,7 +376,7 @@ class TranscriptView(ScrollView, can_focus=True):
             hook(new)
 
     def _update_virtual_size(self) -> None:
-        size = Size(self.size.width, self.heights.total)
+        size = Size(self.text_width, self.heights.total)
         if size == self.virtual_size:
             return
         if (
@@ -467,27 +467,8 @@ class TranscriptView(ScrollView, can_focus=True):
         data = self._data(block)
         if data is None:
             return None
-        console = self.app.console
-        base = self.rich_style
-        strips: list[Strip] = []
-        for text in render_block(block, data, self.context(), width):
-            if not text.plain:
-                strips.append(Strip.blank(width, base))
-                continue
-            if text.style:
-                # Rich's wrap drops a Text's base style when it has no spans: make it one.
-                text.spans.insert(0, Span(0, len(text), text.style))
-                text.style = ""
-            for line in text.wrap(console, width, overflow="fold", no_wrap=False):
-                line.end = ""
-                # One Strip per line (each Strip carries caches: make as few as possible).
-                segments = list(Segment.apply_style(line.render(console), base))
-                used = line.cell_len
-                if used < width:
-                    segments.append(Segment(" " * (width - used), base))
-                    strips.append(Strip(segments, width))
-                else:
-                    strips.append(Strip(segments).crop(0, width))
+        strips = wrap_strips(render_block(block, data, self.context(), width), self.app.console,
+                             width, self.rich_style)  # fmt: skip
         self._strips[key] = strips
         self._check_height(block, len(strips))
         return strips
@@ -527,8 +508,19 @@ class TranscriptView(ScrollView, can_focus=True):
         self._base = self.rich_style
         return super().render_lines(crop)
 
+    @property
+    def text_width(self) -> int:
+        """The columns lines are drawn in: the widget's width less its scrollbar (a line as
+        wide as the widget would lose its last characters under the scrollbar)."""
+        return self.scrollable_content_region.width
+
+    @property
+    def body_width(self) -> int:
+        """The columns a block's text wraps to (the cursor's gutter on its left)."""
+        return max(self.text_width - GUTTER, 4)
+
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.text_width
         line = self.scroll_offset.y + y
         base = self._base if self._base is not None else self.rich_style
         if not self.blocks or line >= self.heights.total:
@@ -543,7 +535,7 @@ class TranscriptView(ScrollView, can_focus=True):
         cached = self._lines.get(key)
         if cached is not None:
             return cached
-        body_width = max(width - GUTTER, 10)
+        body_width = self.body_width
         strips = self._strips_for(block, body_width)
         if strips is None:
             strip = (
@@ -681,7 +673,7 @@ class TranscriptView(ScrollView, can_focus=True):
     def relayout(self, block: Block) -> None:
         """Re-render one block now (after a fold or an elision changed) and fix its height."""
         block.touch()
-        strips = self._strips_for(block, max(self.size.width - GUTTER, 10))
+        strips = self._strips_for(block, self.body_width)
         self._pending_heights.pop(block.serial, None)
         height = len(strips) if strips is not None else estimate(block, self.stored_mode)
         start = self.heights.offset(block.index)
@@ -760,7 +752,7 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def visible_drawn(self) -> bool:
         """Every block on screen is laid out with its text (not a placeholder)."""
-        width = max(self.size.width - GUTTER, 10)
+        width = self.body_width
         pal = self.palette
         return all(
             (b.serial, b.version, width, self.stored_mode, pal.name, self.words) in self._strips
@@ -776,7 +768,7 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def block_text(self, block: Block) -> str:
         """A block's plain text as rendered now, or "" while its text loads (tests use it)."""
-        strips = self._strips_for(block, max(self.size.width - GUTTER, 10))
+        strips = self._strips_for(block, self.body_width)
         return "\n".join(s.text.rstrip() for s in strips) if strips is not None else ""
 
     def screen_text(self) -> str:
