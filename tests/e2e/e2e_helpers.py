@@ -78,3 +78,83 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class Served:
+    """A `ctxview serve` process of our own on a free loopback port: the URL it printed, and
+    every line of its log (stderr, read on a thread so the pipe never fills)."""
+
+    def __init__(self, *argv: str, env: dict[str, str] | None = None, timeout: float = 30) -> None:
+        import re
+        import subprocess
+        import threading
+        import time
+
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [CTXVIEW, *argv, "--port", str(self.port)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        self.lines: list[str] = []
+        self.stdout = ""
+        self._readers = [
+            threading.Thread(target=self._read, daemon=True),
+            threading.Thread(target=self._read_stdout, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+        self.url = ""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not self.url:
+            for line in list(self.lines):
+                if found := re.search(r"open (http://\S+)", line):
+                    self.url = found.group(1)
+            if self.proc.poll() is not None and not self.url:
+                break
+            time.sleep(0.05)
+        if not self.url:
+            self.close()
+            raise AssertionError("ctxview serve printed no URL:\n" + "".join(self.lines))
+        self.token = self.url.partition("?token=")[2]
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        self.stdout = self.proc.stdout.read()
+
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def wait_log(self, words: str, timeout: float = 10) -> str:
+        import time
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if words in self.log():
+                return self.log()
+            time.sleep(0.05)
+        raise AssertionError(f"{words!r} never in serve's log:\n{self.log()}")
+
+    def close(self) -> None:
+        import subprocess
+
+        if self.proc.poll() is None:
+            self.proc.terminate()  # the server we started, by its own handle
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for reader in self._readers:
+            reader.join(timeout=5)
+
+    def __enter__(self) -> Served:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
