@@ -41,8 +41,6 @@ from ctxview.backend.store import Reader
 from ctxview.backend.store.records import Event
 
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
-if not REALDATA.is_dir():
-    REALDATA = Path("/work/shared/realdata")
 TARGET_BYTES = 2_000_000
 
 

@@ -39,8 +39,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REALDATA = ROOT.parent / "shared" / "realdata"
-if not REALDATA.is_dir():
-    REALDATA = Path("/work/shared/realdata")
 sys.path.insert(0, str(ROOT))
 
 CCL_VENV = Path("/tmp/ctxview-bench-claude-code-log")

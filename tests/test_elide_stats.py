@@ -17,8 +17,6 @@ from ctxview.backend.session import Session
 from ctxview.backend.store import Reader, Writer
 
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
-if not REALDATA.is_dir():
-    REALDATA = Path("/work/shared/realdata")
 
 
 def ctxview(*args: str) -> subprocess.CompletedProcess[str]:
