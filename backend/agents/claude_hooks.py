@@ -58,6 +58,9 @@ class Served:
     session: Session
     last_seq: int = 0
     trigger: str | None = None  # the PreCompact trigger, for the compaction that follows
+    compact_from: int = 0  # the transcript's size at PreCompact: its summary comes after
+    # (seq of a compaction stored without its summary, the transcript, where to look from)
+    summary_due: tuple[int, str, int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -130,10 +133,10 @@ class HookEngine:
             return None
         if event == "PreCompact":
             served.trigger = str(payload.get("trigger") or "")
+            served.compact_from = _size(payload.get("transcript_path"))
             return None
         if event == "SessionEnd":
-            await session.end()
-            self.served.pop(session.id, None)
+            await session.end()  # kept in memory: `--resume` brings it back
             return None
         return None  # Stop, and events not wired: nothing to do
 
@@ -155,7 +158,19 @@ class HookEngine:
         last = self._last_seq(sid)
         if last != served.last_seq:  # another writer (recall over MCP, an import) wrote
             self._catch_up(served, last)
+        if served.summary_due is not None:
+            self._fill_summary(served)
         return served
+
+    def _fill_summary(self, served: Served) -> None:
+        """A compaction stored before its summary reached the transcript gets it now."""
+        assert served.summary_due is not None and self._read is not None
+        seq, transcript, start = served.summary_due
+        summary = _compact_summary(transcript, start)
+        if summary:
+            self._read.execute("UPDATE events SET text = ? WHERE session = ? AND seq = ?",
+                               (summary, served.session.id, seq))  # fmt: skip
+            served.summary_due = None
 
     async def _start(self, sid: str, payload: dict[str, Any]) -> Session:
         assert self.writer is not None
@@ -319,10 +334,22 @@ class HookEngine:
         session = served.session
         reads = session.dedupe.newest_reads(session.config["compaction.rows"])
         table = files_read_table(reads, session.config)
-        summary = _compact_summary(payload.get("transcript_path"))
+        transcript = payload.get("transcript_path")
+        summary = ""
+        for _ in range(8):  # Claude Code may still be writing it: a moment, then later
+            summary = _compact_summary(transcript, served.compact_from)
+            if summary:
+                break
+            await asyncio.sleep(0.05)
         data = {"source": "hook", "trigger": served.trigger or "", "table": table}
         served.trigger = None
         await session.compact(summary, data=data)
+        if not summary and isinstance(transcript, str):
+            assert self._read is not None
+            (seq,) = self._read.execute(
+                "SELECT max(seq) FROM events WHERE session = ? AND kind = 'compaction'",
+                (session.id,)).fetchone()  # fmt: skip
+            served.summary_due = (int(seq), transcript, served.compact_from)
         if not table:
             return None
         return {"hookSpecificOutput": {"hookEventName": "SessionStart",
@@ -369,16 +396,21 @@ def _agent_file(transcript: str | None, session_id: str, agent: str) -> str | No
     return str(base / session_id / "subagents" / f"agent-{agent}.jsonl")
 
 
-def _compact_summary(transcript: Any, tail_bytes: int = 1 << 20) -> str:
-    """The newest compaction summary in the transcript (Claude Code writes it before the
-    SessionStart hook of source `compact`), "" when it is not there."""
+def _size(path: Any) -> int:
+    try:
+        return Path(path).stat().st_size if isinstance(path, str) else 0
+    except OSError:
+        return 0
+
+
+def _compact_summary(transcript: Any, start: int = 0) -> str:
+    """The newest compaction summary in the transcript past byte `start` (the size at
+    PreCompact), "" when it is not there (yet)."""
     if not isinstance(transcript, str):
         return ""
     try:
         with open(transcript, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - tail_bytes))
+            f.seek(start)
             lines = f.read().split(b"\n")
     except OSError:
         return ""
