@@ -101,7 +101,7 @@ FINDERS: tuple[Finder, ...] = (
 )  # fmt: skip
 
 # High entropy: a run of base64/url-safe characters, judged in Python (entropy, mix of kinds).
-_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/_=-])")
+_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/_=-])")
 _HEX = re.compile(r"[0-9a-fA-F-]+")
 _KNOWN_ID = re.compile(r"(?:toolu|srvtoolu|msg|req|call|fc|resp|rs|ws|msgbatch|file|agent|"
                        r"chatcmpl|run|thread|asst|step)_[A-Za-z0-9_]+")  # fmt: skip

@@ -1,0 +1,164 @@
+"""Export benchmark against issue 11's targets.
+
+    .venv/bin/python bench/bench_export.py                 # everything
+    .venv/bin/python bench/bench_export.py --only big|demo|compare
+
+(big) the 100,000-result fixture of bench_viewer.py (built once, cached in the temp folder) to
+      HTML, redaction on, in a fresh process: wall time and that process's peak RSS (os.wait4),
+      the number of pages and their sizes. Targets: <= 20 s, <= 300 MB.
+(demo) `ctxview demo --no-view --pace 0` into a fresh store, then its HTML export, in process
+      (median of 5). Target: <= 1 s.
+(compare) side by side in one run with claude-code-log (PyPI, its own venv under /tmp, as
+      bench_import.py installs it) on the same real Claude Code files of ../shared/realdata:
+      ctxview imports each file into a fresh store and exports it to HTML (both counted), a
+      process per file on both sides (`claude-code-log FILE -o OUT.html --no-cache`).
+      Target: ctxview <= 0.5x claude-code-log's time.
+
+Prints its figures and a verdict per target; exits 1 with --strict when one is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_import  # noqa: E402  (claude-code-log's venv and the real files)
+import bench_viewer  # noqa: E402  (the 100k fixture's builder)
+
+CTXVIEW = [sys.executable, "-m", "ctxview.backend.cli"]
+missed: list[str] = []
+
+
+def verdict(name: str, good: bool) -> str:
+    if not good:
+        missed.append(name)
+    return "met" if good else "MISSED"
+
+
+def run_measured(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MB, stdout) of one child process."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - t
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {err.strip()[-500:]}")
+    return took, usage.ru_maxrss / 1024, out
+
+
+def big(tmp: Path, rebuild: bool) -> None:
+    store, stored_chars = bench_viewer.fixture(rebuild)
+    print(f"(big) {bench_viewer.RESULTS:,} results, {stored_chars / 1e6:.0f} MB stored text; "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    out = tmp / "big.html"
+    took, rss, said = run_measured(
+        [*CTXVIEW, "export", bench_viewer.SESSION, "--store", str(store), "-o", str(out)], ROOT
+    )
+    pages = sorted(tmp.glob("big.p*.html"))
+    sizes = [p.stat().st_size for p in pages]
+    print(f"  {said.strip()}")
+    print(f"  time {took:.1f} s (target <= 20 s: {verdict('big time', took <= 20)}); "
+          f"peak RSS {rss:.0f} MB (target <= 300 MB: {verdict('big rss', rss <= 300)})")
+    if sizes:
+        print(f"  {len(pages)} pages and an index of {out.stat().st_size / 1e3:.0f} kB; page "
+              f"sizes {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB (median "
+              f"{statistics.median(sizes) / 1e6:.1f}), {sum(sizes) / 1e6:.0f} MB in all")  # fmt: skip
+    for p in [out, *pages]:
+        p.unlink(missing_ok=True)
+
+
+def demo(tmp: Path) -> None:
+    from ctxview.backend.export.redact import Redactor
+    from ctxview.backend.export.run import export_session
+    from ctxview.backend.export.source import Source
+
+    store = tmp / "demo.db"
+    subprocess.run([*CTXVIEW, "demo", "--no-view", "--pace", "0", "--store", str(store)],
+                   check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+    times = []
+    size = 0
+    for _ in range(5):
+        t = time.perf_counter()
+        source = Source(store, Redactor())
+        row = source.resolve(None)
+        result = export_session(source, row.id, "html", tmp / "demo.html", 10_000_000)
+        source.close()
+        times.append(time.perf_counter() - t)
+        size = sum(result.sizes)
+    med = statistics.median(times)
+    print(f"(demo) HTML export of the demo ({size / 1e3:.0f} kB): median {med * 1000:.0f} ms "
+          f"of 5, in process (target <= 1 s: {verdict('demo', med <= 1.0)})")  # fmt: skip
+
+
+def compare(tmp: Path) -> None:
+    files = bench_import.claude_sources()
+    if not files:
+        print("(compare) no real Claude Code files in ../shared/realdata: skipped")
+        return
+    total_mb = sum(f.stat().st_size for f in files) / 1e6
+    ccl = bench_import.claude_code_log()
+    ours = 0.0
+    for i, f in enumerate(files):
+        store = tmp / f"cmp-{i}.db"
+        t = time.perf_counter()
+        subprocess.run([*CTXVIEW, "import", "--store", str(store), str(f)], check=True,
+                       capture_output=True, cwd=ROOT)  # fmt: skip
+        subprocess.run([*CTXVIEW, "export", "--store", str(store), "-o",
+                        str(tmp / f"ours-{i}.html")], check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+        ours += time.perf_counter() - t
+    print(f"(compare) {len(files)} real Claude Code files, {total_mb:.2f} MB")
+    print(f"  ctxview import + export to HTML: {ours:6.2f} s (a process each)", flush=True)
+    if ccl is None:
+        print("  claude-code-log is not installed: no ratio")
+        missed.append("compare (claude-code-log absent)")
+        return
+    version = subprocess.run([str(ccl), "--version"], capture_output=True, text=True).stdout
+    theirs = 0.0
+    for i, f in enumerate(files):
+        t = time.perf_counter()
+        run = subprocess.run([str(ccl), str(f), "-o", str(tmp / f"theirs-{i}.html"), "--no-cache"],
+                             capture_output=True, text=True, cwd=tmp,
+                             env={**os.environ, "HOME": str(tmp)})  # fmt: skip
+        theirs += time.perf_counter() - t
+        if run.returncode != 0:
+            print(f"  claude-code-log failed on {f.name}: {run.stderr.strip()[-200:]}")
+    ratio = ours / theirs
+    print(f"  {version.strip() or 'claude-code-log'} to HTML:   {theirs:6.2f} s (a process each)")
+    print(f"  ratio: ctxview takes {ratio:.2f}x claude-code-log's time "
+          f"(target <= 0.5x: {verdict('compare', ratio <= 0.5)})")  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", choices=("big", "demo", "compare"))
+    ap.add_argument("--rebuild", action="store_true", help="build the 100k fixture again")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ctxview-bench-export-") as d:
+        tmp = Path(d)
+        if args.only in (None, "demo"):
+            demo(tmp)
+        if args.only in (None, "compare"):
+            compare(tmp)
+        if args.only in (None, "big"):
+            big(tmp, args.rebuild)
+    if missed:
+        print(f"missed: {', '.join(missed)}")
+    return 1 if missed and args.strict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

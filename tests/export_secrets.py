@@ -1,0 +1,67 @@
+"""Planted secrets for the export's redaction tests: (kind, secret text). Made up, but each in
+the real shape of its kind; built from pieces so no scanner mistakes this file for a leak."""
+
+from __future__ import annotations
+
+_R = "Xq7ZpL2mN9vR4tK8wB3cY6hJ1fD5gS0a"  # 32 mixed characters
+_R2 = "Tb9Qe3Wr7Yu1Io5Pa8Sd2Fg6Hj4Kl0Zx"
+
+SECRETS: list[tuple[str, str]] = [
+    ("aws-access-key-id", "AKIA" + "Q3EGRZP7T5VYHKXN"),
+    ("aws-secret-access-key", "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "7Ex9mPLE2z"),
+    ("github-token", "ghp_" + _R + "ab12"),
+    ("github-token", "github_pat_" + "11ABCDEFG0" + _R + "_" + _R2),
+    ("gitlab-token", "glpat-" + "xY9zW8vU7tS6rQ5pO4nM"),
+    ("slack-token", "xoxb-" + "123456789012-1234567890123-" + _R[:24]),
+    ("slack-webhook", "https://hooks.slack.com/services/" + "T0ABCDEFG/B0HIJKLMN/" + _R[:24]),
+    ("stripe-key", "sk_live_" + _R[:26]),
+    ("stripe-key", "rk_test_" + _R2[:26]),
+    ("openai-key", "sk-proj-" + _R + _R2),
+    ("openai-key", "sk-" + _R2 + "T3BlbkFJ" + _R[:12]),
+    ("anthropic-key", "sk-ant-api03-" + _R + _R2 + "-AA"),
+    ("google-api-key", "AIza" + "SyD" + _R),
+    ("google-oauth-secret", "GOCSPX-" + _R[:28]),
+    ("google-oauth-token", "ya29." + "a0AfH6SM" + _R),
+    ("private-key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + _R + "\n"
+                    + _R2 + "==\n-----END RSA PRIVATE KEY-----"),
+    ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA" + _R2
+                    + "\n-----END OPENSSH PRIVATE KEY-----"),
+    ("jwt", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ik"
+            + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"),
+    ("password-in-url", "postgres://admin:" + "s3cretPassw0rd" + "@db.internal:5432/shop"),
+    ("password-in-url", "https://deploy:" + "hunter2hunter2" + "@git.example.com/repo.git"),
+    ("env-secret", "DB_PASSWORD=" + "correct-horse-battery"),
+    ("env-secret", "export STRIPE_WEBHOOK_SECRET=" + "whsec_" + "abcdEFGH1234"),
+    ("env-secret", '"client_secret": "' + "q8w7e6r5t4y3" + '"'),
+    ("npm-token", "npm_" + _R + "abcd"),
+    ("pypi-token", "pypi-AgEIcHlwaS5vcmc" + _R + _R2),
+    ("huggingface-token", "hf_" + _R + "xy"),
+    ("sendgrid-key", "SG." + _R[:22] + "." + _R2 + _R[:11]),
+    ("bearer-token", "Authorization: Bearer " + "Zm9vYmFy" + _R2),
+    ("high-entropy", "k9F" + _R2 + "Qz3"),
+]
+
+# The secret part of each planted text (what must not survive); the rest is its context.
+def secret_part(kind: str, text: str) -> str:
+    if kind == "password-in-url":
+        return text.split(":", 2)[2].split("@", 1)[0]
+    if kind in ("env-secret", "aws-secret-access-key"):
+        return text.replace('"', "").split("=", 1)[-1].split(": ", 1)[-1].strip()
+    if kind == "bearer-token":
+        return text.rsplit(" ", 1)[1]
+    return text
+
+
+# Ordinary text that looks a little like a secret and must be left exactly as it is.
+LOOKALIKES = [
+    "sha 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b",
+    "uuid 123e4567-e89b-12d3-a456-426614174000",
+    "session cc-cb2e607c-c758-415a-8b45-c49e4631906a",
+    "result #1005 and #a3f2",
+    "call toolu_01HD7PpSCWhP2gP8dXvJiyZN",
+    "path src/components/Button2Primary/IconLargeWithText.tsx",
+    "token = tokenizer.next_token()",
+    "the password field is required",
+    "test_receipt_shows_savings_of_FIVEOFF_2",
+]
