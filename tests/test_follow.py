@@ -14,6 +14,7 @@ from pathlib import Path
 from ctxview.backend.importers.follow import follow
 from ctxview.backend.importers.runner import FileReport
 from ctxview.backend.store import Reader, Writer
+from ctxview.backend.store.schema import StoreError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "import" / "claude_session.jsonl"
 SID = "cc-11111111-2222-3333-4444-555555555555"
@@ -26,9 +27,12 @@ async def wait_for_results(store: Path, n: int, timeout: float = 10.0) -> int:
     got = -1
     while time.monotonic() < deadline:
         if store.exists():
-            async with await Reader.open(store) as reader:
-                row = await reader.session(SID)
-                got = row.results if row else -1
+            try:
+                async with await Reader.open(store) as reader:
+                    row = await reader.session(SID)
+                    got = row.results if row else -1
+            except StoreError:
+                got = -1  # the follower is creating the store (an empty database for a moment)
             if got == n:
                 return got
         await asyncio.sleep(0.05)

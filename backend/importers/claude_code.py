@@ -13,6 +13,7 @@ sessions of their own by the runner, and a parent's `Task`/`Agent` result names 
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +22,13 @@ from .common import (
     BadRecord,
     block_text,
     claude_usage,
+    id_text,
     need,
+    path_text,
     usage_delta,
     usage_max,
     when,
+    whole,
 )
 from .replay import Replay, numbered_lines
 
@@ -54,7 +58,9 @@ class ClaudeParser:
         self._emitted: OrderedDict[str, dict[str, int]] = OrderedDict(state.get("emitted", []))
         self._side: dict[str, str] = state.get("side", {})  # sidechain uuid -> session id
         self._compact: dict[str, Any] | None = state.get("compact")
-        self._msg: dict[str, Any] | None = None
+        # The assistant message being gathered (its next record may continue it), and at the
+        # end of what was read the seq it was stored at provisionally.
+        self._msg: dict[str, Any] | None = state.get("msg")
         self._hooked: dict[str, set[str]] = {}  # session -> results a hook stored
 
     def state(self) -> dict[str, Any]:
@@ -63,7 +69,21 @@ class ClaudeParser:
             "emitted": list(self._emitted.items()),
             "side": self._side,
             "compact": self._compact,
+            "msg": self._msg,
         }
+
+    async def provisional(self) -> None:
+        """The end of what is written: the gathered message is stored as it is (a reader sees
+        it) and stays open; if the file grows and its next record continues it, the stored event
+        is replaced by the whole message, as one import of the whole file would store it."""
+        if self._msg is None:
+            return
+        before = copy.deepcopy(self.state())
+        sid = self._msg["sid"]
+        if await self.flush():
+            self.__init__(self.hub, before, agent_file=self.agent_file)  # type: ignore[misc]
+            assert self._msg is not None
+            self._msg["provisional"] = await self.hub.writer.last_seq(sid)
 
     # Records
 
@@ -99,8 +119,8 @@ class ClaudeParser:
         """The ctxview session a record belongs to: the file's, or an inline sidechain's."""
         if self.agent_file or not rec.get("isSidechain"):
             return self.hub.main
-        uuid, parent = rec.get("uuid"), rec.get("parentUuid")
-        sid = self._side.get(parent) if isinstance(parent, str) else None
+        uuid, parent = id_text(rec.get("uuid")), id_text(rec.get("parentUuid"))
+        sid = self._side.get(parent) if parent else None
         if sid is None:
             sid = f"cc-sc-{uuid}"
             prompt = _prompt_text(rec)
@@ -112,7 +132,7 @@ class ClaudeParser:
                 self._pending[call]["linked"] = sid
                 title = str(self._pending[call]["input"].get("description") or title)
             await self.hub.child(sid, title=title, parent_call=call, started=ts, source_ref=uuid)
-        if isinstance(uuid, str):
+        if uuid:
             self._side[uuid] = sid
         return await self.hub.replay(sid)
 
@@ -139,12 +159,12 @@ class ClaudeParser:
                               str(block.get("name", "tool")),
                               args if isinstance(args, dict) else {"input": args}))  # fmt: skip
             # redacted_thinking, server tool blocks: nothing the rules act on
-        mid = msg.get("id") if isinstance(msg.get("id"), str) else rec.get("uuid")
+        mid = id_text(msg.get("id")) or id_text(rec.get("uuid"))
         if self._msg is not None and (self._msg["id"] != mid or self._msg["sid"] != replay.id):
             await self.flush()
         if self._msg is None:
             self._msg = {"id": mid, "sid": replay.id, "ts": ts, "text": [], "thinking": [],
-                         "usage": None, "model": msg.get("model")}  # fmt: skip
+                         "usage": None, "model": id_text(msg.get("model"))}  # fmt: skip
         if msg.get("model") != "<synthetic>":
             self._msg["usage"] = usage_max(self._msg["usage"], claude_usage(msg.get("usage")))
         self._msg["text"].extend(texts)
@@ -152,11 +172,14 @@ class ClaudeParser:
         for call_id, name, args in calls:
             self._pending[call_id] = {"name": name, "input": args, "ts": ts, "sid": replay.id}
 
-    async def flush(self) -> None:
-        """Emit the buffered assistant message (the run of split records is over for now)."""
+    async def flush(self) -> bool:
+        """Emit the buffered assistant message (the run of split records is over for now);
+        False when there was nothing to emit."""
         m, self._msg = self._msg, None
         if m is None:
-            return
+            return False
+        if m.get("provisional"):  # stored at the end of the last read: this replaces it
+            await self.hub.writer.delete_message(m["sid"], m["provisional"])
         data: dict[str, Any] = {}
         if m["id"]:
             data["message_id"] = m["id"]
@@ -175,7 +198,7 @@ class ClaudeParser:
             else:
                 usage = before
             if not m["text"] and not m["thinking"] and not grew:
-                return
+                return False
         elif usage is not None:
             data["usage"] = usage
         if m["id"]:
@@ -185,6 +208,7 @@ class ClaudeParser:
                 self._emitted.popitem(last=False)
         text = "\n\n".join(t for t in m["text"] if t)
         await (await self.hub.replay(m["sid"])).message("assistant", text, ts=m["ts"], data=data)
+        return True
 
     async def _system(self, rec: dict[str, Any], replay: Replay, ts: float) -> None:
         sub = rec.get("subtype")
@@ -258,7 +282,7 @@ class ClaudeParser:
         error = bool(block.get("is_error")) or (isinstance(tur, str) and tur.startswith("Error"))
         name, args = call["name"], call["input"]
         ref = dict(call_ref=call_id, seen=len(text), ts=ts)
-        if name in _AGENT_TOOLS and isinstance(tur, dict) and isinstance(tur.get("agentId"), str):
+        if name in _AGENT_TOOLS and isinstance(tur, dict) and id_text(tur.get("agentId")):
             await self.hub.link_agent(tur["agentId"], call_id)
         if call.get("linked"):
             # The inline sidechain is over: its state goes to the store, not kept in memory.
@@ -299,8 +323,8 @@ class ClaudeParser:
             if isinstance(tur, dict) and tur.get("type") not in (None, "text"):
                 return False  # an image, a notebook, a PDF: not lines
             lines = file["content"].split("\n") if file["content"] else []
-            first = _whole(file.get("startLine")) or _whole(args.get("offset")) or 1
-            total = _whole(file.get("totalLines"))
+            first = whole(file.get("startLine")) or whole(args.get("offset")) or 1
+            total = whole(file.get("totalLines"))
             if lines and isinstance(file.get("numLines"), int) and file["numLines"] < len(lines):
                 lines = lines[: file["numLines"]]
         else:
@@ -365,10 +389,6 @@ def _apply(text: str, edits: Any) -> str | None:
     return text
 
 
-def _whole(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
 def _prompt_text(rec: dict[str, Any]) -> str | None:
     msg = rec.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
@@ -385,8 +405,8 @@ def source_ids(rec: Any) -> dict[str, Any] | None:
         return None
     return {
         "session": rec["sessionId"],
-        "agent": rec.get("agentId") if rec.get("isSidechain") else None,
-        "cwd": rec.get("cwd") if isinstance(rec.get("cwd"), str) else None,
+        "agent": id_text(rec.get("agentId")) if rec.get("isSidechain") else None,
+        "cwd": path_text(rec.get("cwd")),
         "ts": rec.get("timestamp"),
         "version": rec.get("version"),
     }

@@ -18,6 +18,7 @@ edit where every file's old content is known (added files), else the patch text;
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shlex
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..tools import ToolError
 from ..tools import patch as patch_tool
-from .common import BadRecord, block_text, codex_usage, need, when
+from .common import BadRecord, block_text, codex_usage, id_text, need, path_text, when, whole
 from .replay import Replay
 
 if TYPE_CHECKING:
@@ -48,11 +49,25 @@ class CodexParser:
         self._usage: dict[str, int] | None = state.get("usage")
         self._total: Any = state.get("total")
         self._model: str | None = state.get("model")
-        self._msg: dict[str, Any] | None = None
+        # The response being gathered, and at the end of what was read the seq it was stored at
+        # provisionally (see `provisional`).
+        self._msg: dict[str, Any] | None = state.get("msg")
 
     def state(self) -> dict[str, Any]:
         return {"pending": self._pending, "usage": self._usage, "total": self._total,
-                "model": self._model}  # fmt: skip
+                "model": self._model, "msg": self._msg}  # fmt: skip
+
+    async def provisional(self) -> None:
+        """The end of what is written: the gathered response is stored as it is and stays open;
+        if the file grows, the usage or output that ends it replaces the stored event with the
+        whole response, as one import of the whole file would store it."""
+        if self._msg is None:
+            return
+        before = copy.deepcopy(self.state())
+        await self.flush()
+        self.__init__(self.hub, before, legacy=self.legacy)  # type: ignore[misc]
+        assert self._msg is not None
+        self._msg["provisional"] = await self.hub.writer.last_seq(self.hub.main.id)
 
     async def feed(self, rec: Any, lineno: int) -> None:
         need(rec, dict, "the record")
@@ -63,8 +78,7 @@ class CodexParser:
         self.hub.last_ts = ts
         if kind in ("session_meta", "turn_context"):
             payload = need(rec.get("payload"), dict, "payload")
-            if isinstance(payload.get("model"), str):
-                self._model = payload["model"]
+            self._model = id_text(payload.get("model")) or self._model
             return
         if kind == "response_item":
             await self._item(need(rec.get("payload"), dict, "payload"), ts)
@@ -144,6 +158,8 @@ class CodexParser:
         m, self._msg = self._msg, None
         if m is None:
             return
+        if m.get("provisional"):  # stored at the end of the last read: this replaces it
+            await self.hub.writer.delete_message(self.hub.main.id, m["provisional"])
         data: dict[str, Any] = {}
         if self._model:
             data["model"] = self._model
@@ -344,11 +360,13 @@ def _read_of(script: str) -> tuple[str, int, bool] | None:
     m = _NL_SED.match(script)
     if m:
         words = _simple(m.group(1))
-        return (words[0], int(m.group(2)), True) if words else None
+        first = whole(int(m.group(2)))
+        return (words[0], first, True) if words and first is not None else None
     m = _SED.match(script)
     if m:
         words = _simple(script)
-        return (words[-1], int(m.group(1)), False) if words else None
+        first = whole(int(m.group(1)))
+        return (words[-1], first, False) if words and first is not None else None
     words = _simple(script)
     if words and words[0] == "cat" and len(words) == 2 and not words[1].startswith("-"):
         return words[1], 1, False
@@ -364,7 +382,7 @@ def source_ids(rec: Any) -> dict[str, Any] | None:
     if rec.get("type") == "session_meta" and isinstance(rec.get("payload"), dict):
         p = rec["payload"]
         if isinstance(p.get("id"), str):
-            return {"session": p["id"], "cwd": p.get("cwd"), "ts": p.get("timestamp") or
+            return {"session": p["id"], "cwd": path_text(p.get("cwd")), "ts": p.get("timestamp") or
                     rec.get("timestamp"), "version": p.get("cli_version"), "legacy": False}  # fmt: skip
     if "type" not in rec and isinstance(rec.get("id"), str) and "timestamp" in rec:
         return {"session": rec["id"], "cwd": None, "ts": rec.get("timestamp"), "version": None,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 
 class BadRecord(Exception):
@@ -18,16 +23,65 @@ def need(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
     return value
 
 
+# SQLite's INTEGER is 64-bit: a number from a transcript beyond it cannot be stored.
+_INT_MAX = (1 << 63) - 1
+# Seconds since the epoch a transcript's time may be: year 0001 to 9999 (NaN and the infinities,
+# which JSON parsers accept, are not times).
+_TIME_RANGE = (-62135596800.0, 253402300800.0)
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def when(stamp: Any, fallback: float) -> float:
     """An ISO-8601 timestamp as seconds since the epoch; the fallback when there is none."""
     if isinstance(stamp, str) and stamp:
         try:
-            return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-        except ValueError:
+            value = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError, OSError):
             return fallback
-    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
-        return float(stamp)
-    return fallback
+    elif isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        value = float(stamp) if abs(stamp) < 1e300 else math.nan
+    else:
+        return fallback
+    return value if _TIME_RANGE[0] <= value <= _TIME_RANGE[1] else fallback
+
+
+def whole(value: Any) -> int | None:
+    """A count or a line number from a transcript: an int from 0 up to what SQLite stores."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT_MAX:
+        return value
+    return None
+
+
+def id_text(value: Any) -> str | None:
+    """An id or a name from a transcript: a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
+
+
+def path_text(value: Any) -> str | None:
+    """A path from a transcript: a non-empty string with no NUL (no file system has one)."""
+    return value if isinstance(value, str) and value and "\x00" not in value else None
+
+
+def parse_line(raw: bytes) -> Any:
+    """One JSON line: orjson for speed; json where orjson is stricter (a lone surrogate escape,
+    NaN, a BOM), its strings then made valid. ValueError or RecursionError when it is not JSON."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return valid_unicode(json.loads(raw))
+
+
+def valid_unicode(value: Any) -> Any:
+    """A parsed record with every lone surrogate (a JSON escape can carry one; no encoder takes
+    it) replaced by U+FFFD, in keys and values at any depth: once here, every string that comes
+    from a transcript can be stored, whichever column or JSON it ends up in."""
+    if isinstance(value, str):
+        return _SURROGATES.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [valid_unicode(v) for v in value]
+    if isinstance(value, dict):
+        return {valid_unicode(k): valid_unicode(v) for k, v in value.items()}
+    return value
 
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")

@@ -7,9 +7,9 @@ length, but not the file's bytes, so the sha given to the engine is a stand-in: 
 writes or patches it, when a re-read reports another length, and when a re-read shows a line that
 differs from the same line seen earlier in this generation (the file changed outside the session).
 So two reads get the same sha exactly when nothing the transcript knows says the file changed,
-and the engine's own §2 rule decides the stub. Lines seen are kept in memory as hashes only; after
-a restart (follow) a path's generation carries on from the stored state, its line hashes start
-empty.
+and the engine's own §2 rule decides the stub. Lines seen are kept as CRC-32s in the session's
+state, so an import resumed mid-file (after a kill, or a file that grew) decides as one import of
+the whole file does.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+import zlib
 from typing import Any
 
 from ..session import Session
@@ -50,6 +51,10 @@ def numbered_lines(text: str) -> tuple[int, list[str]] | None:
     return (first, lines) if first is not None else None
 
 
+def _crc(line: str) -> int:
+    return zlib.crc32(line.encode("utf-8", "surrogatepass"))
+
+
 class Replay:
     """One ctxview session being filled from a source: the engine's Session, plus what the
     transcript has told about each path. `data` is the session's data JSON, kept whole."""
@@ -61,7 +66,8 @@ class Replay:
         state = data.setdefault("replay", {})
         self._gen: dict[str, int] = state.setdefault("gen", {})
         self._total: dict[str, int] = state.setdefault("total", {})
-        self._seen_lines: dict[str, dict[int, int]] = {}
+        # path -> {line number (a str: JSON's keys) -> CRC-32 of the line seen there}
+        self._seen_lines: dict[str, dict[str, int]] = state.setdefault("lines", {})
         self.title: str | None = None  # a new title to write with the state
 
     @property
@@ -91,18 +97,19 @@ class Replay:
             total = max(last, known_total or 0)
         seen_lines = self._seen_lines.setdefault(key, {})
         differs = known_total is not None and known_total != total
+        crcs = [_crc(line) for line in lines]
         if not differs:
-            for i, line in enumerate(lines):
-                old = seen_lines.get(first + i)
-                if old is not None and old != hash(line):
+            for i, crc in enumerate(crcs):
+                old = seen_lines.get(str(first + i))
+                if old is not None and old != crc:
                     differs = True
                     break
         if differs:
             self.changed(path)
             seen_lines = self._seen_lines.setdefault(key, {})
         self._total[key] = total
-        for i, line in enumerate(lines):
-            seen_lines[first + i] = hash(line)
+        for i, crc in enumerate(crcs):
+            seen_lines[str(first + i)] = crc
         gen = self._gen.get(key, 0)
         sha = hashlib.sha256(f"ctxview-import\0{key}\0{gen}\0{total}".encode()).hexdigest()
         if total == 0:

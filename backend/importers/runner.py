@@ -10,6 +10,7 @@ are deterministic: `cc-<sessionId>`, `cc-<agentId>` for a sub-agent file, `cx-<i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -17,29 +18,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import orjson
-
 from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
-from .common import BadRecord, when
+from .common import BadRecord, parse_line, when
 from .detect import CLAUDE, CODEX, EXPORT, detect
 from .replay import Replay
 from .source import Identity, head_hash, identity, lines_from
 
+__all__ = ["FileImporter", "FileReport", "Problem", "import_file", "parse_line"]
+
 _IDENTIFY_LINES = 200
+# An import commits what it read, with the offset and parser state that cover it, about this
+# often: a kill loses at most this much work, and another writer never waits long for the lock.
+COMMIT_SECONDS = 0.5
 
 
 def _blank(raw: bytes) -> bool:
     return len(raw) < 64 and not raw.strip()
-
-
-def parse_line(raw: bytes) -> Any:
-    """One JSON line: orjson for speed; json where orjson is stricter (a lone surrogate escape)."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(raw)
 
 
 @dataclass(frozen=True)
@@ -70,7 +66,7 @@ class Progress(Protocol):
 
 class Parser(Protocol):
     async def feed(self, rec: Any, lineno: int) -> None: ...
-    async def flush(self) -> None: ...
+    async def provisional(self) -> None: ...
     def state(self) -> dict[str, Any]: ...
 
 
@@ -79,8 +75,12 @@ class SourceIds:
     session: str
     agent: str | None = None
     cwd: str = ""
-    started: float | None = None
+    started: float | None = None  # None: no line read so far gives a time
     legacy: bool = False
+    final: bool = True  # False: the file is too short yet to be sure (it may grow)
+
+    def title(self, fmt: str) -> str:
+        return Path(self.cwd).name or f"{fmt} {self.session[:8]}"
 
 
 class Hub:
@@ -144,17 +144,23 @@ class Hub:
             fields["title"] = replay.title
         return fields
 
-    async def save(self, import_state: dict[str, Any], *, live: bool) -> None:
+    async def save(self, import_state: dict[str, Any], *, live: bool) -> str:
         """Write each session's state. An imported session counts as ended at its last record
-        (nothing says more); one being followed is live."""
+        (nothing says more); one being followed is live. Returns the main session's data as
+        written."""
+        import_state["last_ts"] = self.last_ts
+        import_state["open"] = [sid for sid in self.replays if sid != self.main.id]
         self.main.data["import"] = import_state
         released, self._released = self._released, {}
         for sid, fields in released.items():
             await self.writer.update_session(sid, **fields)
+        written = ""
         for replay in self.replays.values():
-            await self.writer.update_session(
-                replay.id, **self._fields(replay, ended=None if live else self.last_ts)
-            )
+            fields = self._fields(replay, ended=None if live else self.last_ts)
+            await self.writer.update_session(replay.id, **fields)
+            if replay is self.main:
+                written = fields["data"]
+        return written
 
 
 async def _resume(writer: Writer, sid: str, cwd: str) -> Replay:
@@ -166,18 +172,23 @@ async def _resume(writer: Writer, sid: str, cwd: str) -> Replay:
 
 
 def identify(path: Path, fmt: str) -> SourceIds:
-    """The source session a file holds, from its first lines (never the whole file)."""
+    """The source session a file holds, from its first lines (never the whole file). `final`
+    is False while the file is shorter than those lines and lacks what they are read for: a file
+    still growing may tell its cwd or its start later, and then says the same as a whole one."""
     found: dict[str, Any] | None = None
     cwd: str | None = None
     pick = claude_code.source_ids if fmt == CLAUDE else codex.source_ids
+    final = False
     for n, line in enumerate(lines_from(path, 0, 0)):
         if n >= _IDENTIFY_LINES:
+            final = True
             break
+        if not line.complete:
+            break  # the rest of it is not written yet
         try:
-            rec = json.loads(line.raw)
+            got = pick(parse_line(line.raw))
         except (ValueError, RecursionError):
             continue
-        got = pick(rec)
         if got and found is None:
             found = got
         if got and got.get("cwd") and not cwd:
@@ -185,17 +196,20 @@ def identify(path: Path, fmt: str) -> SourceIds:
         if found and not found.get("ts") and got and got.get("ts"):
             found["ts"] = got["ts"]  # metadata records come first and carry no time
         if found and (cwd or fmt == CODEX) and found.get("ts"):
+            final = True
             break
     if found is None:
         stem = path.stem
         return SourceIds(stem[6:] if stem.startswith("agent-") else stem,
-                         agent=stem[6:] if stem.startswith("agent-") else None)  # fmt: skip
+                         agent=stem[6:] if stem.startswith("agent-") else None,
+                         final=final)  # fmt: skip
     cwd = cwd or found.get("cwd") or ""
     if cwd and not cwd.startswith("/"):
         cwd = "/" + cwd  # an anonymised or foreign (Windows) path: never resolved against ours
+    stamp = when(found.get("ts"), float("nan"))
     return SourceIds(found["session"], agent=found.get("agent"), cwd=cwd,
-                     started=when(found.get("ts"), time.time()),
-                     legacy=bool(found.get("legacy")))  # fmt: skip
+                     started=None if stamp != stamp else stamp,
+                     legacy=bool(found.get("legacy")), final=final)  # fmt: skip
 
 
 def session_id(fmt: str, ids: SourceIds) -> str:
@@ -205,11 +219,26 @@ def session_id(fmt: str, ids: SourceIds) -> str:
 
 
 class FileImporter:
-    """Imports one file; call `step()` again to take what was appended since (follow)."""
+    """Imports one file; call `step()` again to take what was appended since (follow).
+
+    What is read is committed a transaction at a time (about every `COMMIT_SECONDS`), each with
+    the byte offset, the line count and the parser's state that cover its rows, so after a kill,
+    an exception or a full disk the next run starts exactly where the last commit stopped: nothing
+    twice, nothing lost. Each transaction holds the store's write lock; at its start the stored
+    state is compared with what this importer committed last, and when another process imported
+    the same file in the meantime its state is taken from the store: two imports at once make
+    one copy."""
+
+    commit_lines: int | None = None  # tests: commit after this many lines as well
 
     def __init__(self, writer: Writer, path: Path | str) -> None:
         self.writer = writer
         self.path = Path(path).expanduser().resolve()
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop what is in memory: the store has the truth (after a rollback, or another
+        process's import of this file)."""
         self.hub: Hub | None = None
         self.parser: Parser | None = None
         self.format: str | None = None
@@ -218,6 +247,8 @@ class FileImporter:
         self.ident: Identity | None = None
         self.head = ""
         self.problems_total = 0
+        self._ids: dict[str, Any] = {}  # what the first lines said, while they may say more
+        self._written: str | None = None  # the main session's data as last committed here
 
     async def step(self, *, live: bool = False, progress: Progress | None = None) -> FileReport:
         if self.hub is None and detect(self.path) == EXPORT:  # ctxview's own export: its importer
@@ -225,13 +256,29 @@ class FileImporter:
 
             return await import_export(self.writer, self.path)  # type: ignore[no-any-return]
         report = FileReport(str(self.path))
+        more = True
+        while more:
+            try:
+                async with self.writer.batch(), self.writer.transaction():
+                    more = await self._chunk(report, live, progress)
+            except BaseException:
+                self._forget()  # what was read since the last commit is not in the store
+                raise
+        return report
+
+    async def _chunk(self, report: FileReport, live: bool, progress: Progress | None) -> bool:
+        """Read and save one transaction's worth; True when there is more to read now."""
+        if self.hub is not None and not await self._current():
+            self._forget()
         if self.hub is None:
             fmt = detect(self.path)  # NotTranscript for a file of neither format
             if fmt is None:
-                return report  # empty: nothing to decide yet
+                return False  # empty: nothing to decide yet
             await self._open(fmt)
         assert self.hub is not None and self.parser is not None
         report.format, report.session = self.format, self.hub.main.id
+        if self._ids:
+            await self._identify_again()
         now = identity(self.path)
         if self._replaced(now):
             report.replaced = True
@@ -243,18 +290,31 @@ class FileImporter:
             self.parser = self._parser({})
         elif now.size == self.offset and self.ident is not None:
             self.ident = now
-            return report  # nothing new: an import of an unchanged file adds nothing
-        await self._read(report, live, progress)
-        await self.parser.flush()
+            return False  # nothing new: an import of an unchanged file adds nothing
+        problems = len(report.problems)
+        more = await self._read(report, live, progress)
+        if not more:
+            # The end of what is written: a message its next record may continue is stored
+            # now, and replaced should that record come.
+            await self.parser.provisional()
         self.ident = identity(self.path)
         self.head = head_hash(self.path, self.offset)
-        self.problems_total += len(report.problems)
-        await self.hub.save({
+        self.problems_total += len(report.problems) - problems
+        state: dict[str, Any] = {
             "format": self.format, "path": str(self.path), "offset": self.offset,
             "line": self.line, "dev": self.ident.dev, "ino": self.ident.ino, "head": self.head,
             "problems": self.problems_total, "parser": self.parser.state(),
-        }, live=live)  # fmt: skip
-        return report
+        }  # fmt: skip
+        if self._ids:
+            state["ids"] = self._ids
+        self._written = await self.hub.save(state, live=live)
+        return more
+
+    async def _current(self) -> bool:
+        """Whether the store still holds what this importer committed last."""
+        assert self.hub is not None
+        info = await self.writer.session_info(self.hub.main.id)
+        return info is not None and info["data"] == self._written
 
     def _replaced(self, now: Identity) -> bool:
         if self.ident is None or self.offset == 0:
@@ -265,16 +325,19 @@ class FileImporter:
         # already read decide (a 4 KiB read; an append-only transcript keeps them).
         return head_hash(self.path, self.offset) != self.head
 
-    async def _read(self, report: FileReport, live: bool, progress: Progress | None) -> None:
+    async def _read(self, report: FileReport, live: bool, progress: Progress | None) -> bool:
+        """Feed lines to the parser; True when it stopped for a commit with more to read."""
         assert self.parser is not None
         path = str(self.path)
-        for line in lines_from(self.path, self.offset, self.line):
+        started = time.monotonic()
+        for count, line in enumerate(lines_from(self.path, self.offset, self.line), 1):
             raw = line.raw  # lines can be megabytes (base64 images): no copies of them here
+            error: Exception | None = None
             try:
                 rec = parse_line(raw)
             except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
                 rec, error = None, exc
-            if not line.complete and (live or rec is None):
+            if not line.complete and (live or error is not None):
                 report.waiting = not _blank(raw)
                 break  # a partial last line waits for the rest
             report.lines += 1
@@ -282,19 +345,23 @@ class FileImporter:
             self.offset, self.line = line.end, line.number
             if progress is not None:
                 progress.advance(line.end - line.start)
-            if rec is None:
+            if error is not None:
                 if not _blank(raw):
                     report.problems.append(Problem(path, line.number, f"not JSON ({error})"))
-                continue
-            try:
-                await self.parser.feed(rec, line.number)
-            except BadRecord as exc:
-                report.problems.append(Problem(path, line.number, str(exc)))
-            except (KeyError, IndexError, TypeError, AttributeError, ValueError,
-                    RecursionError) as exc:  # fmt: skip
-                # A shape no release has shown yet: skip the record, never the file.
-                report.problems.append(Problem(path, line.number,
-                                               f"unexpected shape ({type(exc).__name__}: {exc})"))  # fmt: skip
+            else:
+                try:
+                    await self.parser.feed(rec, line.number)
+                except BadRecord as exc:
+                    report.problems.append(Problem(path, line.number, str(exc)))
+                except (KeyError, IndexError, TypeError, AttributeError, ValueError,
+                        OverflowError, RecursionError) as exc:  # fmt: skip
+                    # A shape no release has shown yet: skip the record, never the file.
+                    report.problems.append(Problem(
+                        path, line.number, f"unexpected shape ({type(exc).__name__}: {exc})"))  # fmt: skip
+            if (self.commit_lines is not None and count >= self.commit_lines) or \
+                    time.monotonic() - started >= COMMIT_SECONDS:  # fmt: skip
+                return True
+        return False
 
     def _parser(self, state: dict[str, Any]) -> Parser:
         assert self.hub is not None
@@ -321,14 +388,42 @@ class FileImporter:
             if "ino" in state:
                 self.ident = Identity(state["dev"], state["ino"], self.offset)
                 self.head = state.get("head", "")
+            self._ids = state.get("ids", {})
         else:
             main = await self._start(sid, fmt, ids)
+            if not ids.final:
+                self._ids = {"cwd": ids.cwd, "started": ids.started}
         self.hub = Hub(self.writer, self.path, fmt, main)
-        if info is not None:
+        if "last_ts" in state:
+            self.hub.last_ts = float(state["last_ts"])
+        elif info is not None:
             self.hub.last_ts = float(info["ended"] or info["started"])
         elif ids.started is not None:
             self.hub.last_ts = ids.started  # records without a time of their own come first
+        self._written = info["data"] if info is not None else None
         self.parser = self._parser(state.get("parser", {}))
+        for child in state.get("open", []):  # sidechains under way when it stopped
+            with contextlib.suppress(KeyError):
+                await self.hub.replay(child)
+
+    async def _identify_again(self) -> None:
+        """The file was too short to say its cwd or start when its session was made: look
+        again, and give the session what a whole file's first lines would have given it."""
+        assert self.hub is not None and self.format is not None
+        ids = identify(self.path, self.format)
+        fields: dict[str, Any] = {}
+        before = SourceIds(ids.session, cwd=self._ids.get("cwd") or "")
+        if ids.cwd and ids.cwd != before.cwd:
+            fields["workspace"] = str(Path(ids.cwd).resolve())
+            self.hub.main.cwd = ids.cwd
+            info = await self.writer.session_info(self.hub.main.id)
+            if info is not None and info["title"] == before.title(self.format):
+                fields["title"] = ids.title(self.format)
+        if ids.started is not None and self._ids.get("started") is None:
+            fields["started"] = ids.started
+        if fields:
+            await self.writer.update_session(self.hub.main.id, **fields)
+        self._ids = {} if ids.final else {"cwd": ids.cwd, "started": ids.started}
 
     async def _start(self, sid: str, fmt: str, ids: SourceIds) -> Replay:
         title, data, parent, call = "", {}, None, None
@@ -337,8 +432,8 @@ class FileImporter:
             meta = self.path.with_name(self.path.stem + ".meta.json")
             if meta.is_file():
                 try:
-                    found = json.loads(meta.read_text(encoding="utf-8"))
-                except (ValueError, OSError):
+                    found = parse_line(meta.read_bytes())
+                except (ValueError, RecursionError, OSError):
                     found = {}
                 if isinstance(found, dict):
                     title = str(found.get("description") or "")
@@ -349,7 +444,7 @@ class FileImporter:
             pinfo = await self.writer.session_info(parent)
             if pinfo is not None:
                 call = json.loads(pinfo["data"] or "{}").get("agents", {}).get(ids.agent)
-        title = title or Path(ids.cwd).name or f"{fmt} {ids.session[:8]}"
+        title = title or ids.title(fmt)
         session = await Session.start(
             self.writer, ids.cwd or "/", title=title, source=fmt, session_id=sid,
             started=ids.started, source_path=str(self.path), source_ref=ids.agent or ids.session,

@@ -56,7 +56,10 @@ def _write_once(
     bodies = [(session, b.rid, fix(b.shown), fix(b.stored)) for p in pending for b in p.bodies]
     limits = [p.fts_max_chars if p.fts_max_chars is not None else fts_max_chars
               for p in pending for _ in p.bodies]  # fmt: skip
-    conn.execute("BEGIN IMMEDIATE")
+    # Inside a caller's transaction (`Writer.transaction`) a savepoint, so that the retry above
+    # does not find the first attempt's rows; else a transaction of its own.
+    own = not conn.in_transaction
+    conn.execute("BEGIN IMMEDIATE" if own else "SAVEPOINT write_step")
     try:
         conn.executemany(_EVENT_SQL, events)
         conn.executemany(_BODY_SQL, [b for b in bodies if len(b[3]) <= BIG_CHARS])
@@ -68,10 +71,13 @@ def _write_once(
             _FTS_SQL,
             [(s, rid, stored[:n]) for (s, rid, _, stored), n in zip(bodies, limits, strict=True)],
         )
-        conn.execute("COMMIT")
+        conn.execute("COMMIT" if own else "RELEASE write_step")
     except BaseException:
-        if conn.in_transaction:
+        if own and conn.in_transaction:
             conn.execute("ROLLBACK")
+        elif not own and conn.in_transaction:
+            conn.execute("ROLLBACK TO write_step")
+            conn.execute("RELEASE write_step")
         raise
 
 
@@ -175,7 +181,7 @@ class Writer:
         )  # fmt: skip
 
     async def update_session(self, session_id: str, **fields: Any) -> None:
-        allowed = {"title", "workspace", "ended", "data", "source_path", "source_ref",
+        allowed = {"title", "workspace", "started", "ended", "data", "source_path", "source_ref",
                    "parent_session", "parent_call"}  # fmt: skip
         unknown = set(fields) - allowed
         if unknown:
@@ -231,6 +237,41 @@ class Writer:
         queued, self._batch, self._batch_size = self._batch, {}, 0
         for session_id, pending in queued.items():
             await on_thread(self._conn, _write, session_id, pending, self.fts_max_chars)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """Everything written inside (sessions, events, bodies) commits together or not at all:
+        an import commits its rows with the offset and parser state that cover them. The write
+        lock is taken at the start (BEGIN IMMEDIATE), so keep what runs inside short."""
+        await self.flush()
+        await self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            await self.flush()
+            await self._conn.execute("COMMIT")
+        except BaseException:
+            if self._batch is not None:  # queued rows of the transaction: gone with it
+                self._batch, self._batch_size = {}, 0
+            if self._conn.in_transaction:
+                await self._conn.execute("ROLLBACK")
+            raise
+
+    async def last_seq(self, session_id: str) -> int:
+        """The seq of the session's newest event (0 when it has none)."""
+        await self.flush()
+        rows = await self._conn.execute_fetchall(
+            "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (session_id,)
+        )
+        return int(rows[0][0])
+
+    async def delete_message(self, session_id: str, seq: int) -> None:
+        """Take back a message event (an importer's provisional one; never a result, whose
+        body and search index stay)."""
+        await self.flush()
+        await self._conn.execute(
+            "DELETE FROM events WHERE session = ? AND seq = ? AND kind = 'message'",
+            (session_id, seq),
+        )
 
     async def checkpoint(self) -> None:
         await self.flush()
