@@ -26,6 +26,7 @@ def record(store: Path | str | None, event: str, what: str, detail: dict[str, An
     entry = {"ts": time.time(), "event": event, "error": what, **(detail or {})}
     path = log_path(store)
     try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
