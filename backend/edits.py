@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .config import Config
@@ -29,16 +28,15 @@ EDIT_TOOLS = frozenset({"write", "edit", "multiedit", "apply_patch"})
 
 @dataclass
 class Change:
-    """One file an edit changes: old text None for a new file, new text None for a deletion."""
+    """One file an edit changes: old text None for a new file, new text None for a deletion.
+    `key` (and `dest_key` for a move) is the workspace key the change is written to."""
 
     path: str
     key: str
     old: str | None
     new: str | None
-    real: Path | None = None
     old_bytes: bytes | None = None
     moved_to: str | None = None
-    dest: Path | None = None
     dest_key: str | None = None
 
 
@@ -52,14 +50,13 @@ def changes_for(tool: str, args: dict[str, Any], ws: Workspace) -> list[Change]:
         changes = patch_changes(args.get("patch", args.get("input")), ws)
     else:
         path = args.get("path", args.get("file_path"))
-        real, old_bytes = ws.read_text_or_none(path)  # type: ignore[arg-type]
-        key = ws.relative(real)
+        key, old_bytes = ws.read_text_or_none(path)  # type: ignore[arg-type]
         if tool == "write":
             content = args.get("content")
             if not isinstance(content, str):
                 raise ToolError("error.bad_args", detail="content must be a string")
             old = decode(old_bytes) if old_bytes is not None else None
-            changes = [Change(path, key, old, content, real, old_bytes)]
+            changes = [Change(path, key, old, content, old_bytes)]
         else:
             if old_bytes is None:
                 raise ToolError("error.no_file", path=path)
@@ -70,7 +67,7 @@ def changes_for(tool: str, args: dict[str, Any], ws: Workspace) -> list[Change]:
                                         bool(args.get("replace_all", False)), path)  # fmt: skip
             else:
                 new = edit_tool.apply_edits(old, args.get("edits"), path)
-            changes = [Change(path, key, old, new, real, old_bytes)]
+            changes = [Change(path, key, old, new, old_bytes)]
     for ch in changes:
         if ch.new is not None and not _encodable(ch.new):
             raise ToolError("error.bad_args", detail="the new text is not valid Unicode "
@@ -81,73 +78,65 @@ def changes_for(tool: str, args: dict[str, Any], ws: Workspace) -> list[Change]:
 def patch_changes(patch: Any, ws: Workspace) -> list[Change]:
     """apply_patch's operations in order, each on the patch's own view of the files so far."""
     ops = patch_tool.parse(patch)
-    state: dict[Path, str | None] = {}  # the patch's view of each file as it goes
-    originals: dict[Path, bytes | None] = {}
+    state: dict[str, str | None] = {}  # the patch's view of each file (by key) as it goes
+    originals: dict[str, bytes | None] = {}
     changes: list[Change] = []
 
-    lossy: set[Path] = set()  # files on disk that are not UTF-8: an update would mangle them
+    lossy: set[str] = set()  # files on disk that are not UTF-8: an update would mangle them
 
-    def current(real: Path) -> str | None:
-        if real not in state:
-            data = real.read_bytes() if real.is_file() else None
-            originals[real] = data
-            state[real] = None if data is None else decode(data)
-            if data is not None and "\ufffd" in state[real] and not _is_utf8(data):
-                lossy.add(real)
-        return state[real]
+    def current(key: str, path: str) -> str | None:
+        if key not in state:
+            data = ws.load(key, path)
+            originals[key] = data
+            state[key] = None if data is None else decode(data)
+            if data is not None and "\ufffd" in state[key] and not _is_utf8(data):
+                lossy.add(key)
+        return state[key]
 
     for op in ops:
-        real = ws.resolve(op.path)
-        if real.is_dir():
-            raise ToolError("error.is_directory", path=op.path)
-        if real.exists() and not real.is_file():
-            raise ToolError("error.not_regular", path=op.path)
-        old = current(real)
-        key = ws.relative(real)
+        key = ws.resolve(op.path)
+        old = current(key, op.path)
         if op.kind == "add":
             if old is not None:
                 raise ToolError("error.bad_patch", detail=f"{op.path} already exists")
-            state[real] = op.content
-            lossy.discard(real)
-            changes.append(Change(op.path, key, None, op.content, real, None))
+            state[key] = op.content
+            lossy.discard(key)
+            changes.append(Change(op.path, key, None, op.content))
         elif op.kind == "delete":
             if old is None:
                 raise ToolError("error.no_file", path=op.path)
-            state[real] = None
-            changes.append(Change(op.path, key, old, None, real, originals.get(real)))
+            state[key] = None
+            changes.append(Change(op.path, key, old, None, originals.get(key)))
         else:
             if old is None:
                 raise ToolError("error.no_file", path=op.path)
-            if real in lossy:
+            if key in lossy:
                 raise ToolError("error.not_utf8", path=op.path)
             new = patch_tool.apply_chunks(old, op.chunks, op.path)
             if op.move_to:
                 dest = ws.resolve(op.move_to)
-                if current(dest) is not None:
+                if current(dest, op.move_to) is not None:
                     raise ToolError("error.bad_patch", detail=f"{op.move_to} already exists")
-                state[real], state[dest] = None, new
-                changes.append(Change(op.path, key, old, new, real, originals.get(real),
-                                      moved_to=op.move_to, dest=dest,
-                                      dest_key=ws.relative(dest)))  # fmt: skip
+                state[key], state[dest] = None, new
+                changes.append(Change(op.path, key, old, new, originals.get(key),
+                                      moved_to=op.move_to, dest_key=dest))  # fmt: skip
             else:
-                state[real] = new
-                changes.append(Change(op.path, key, old, new, real, originals.get(real)))
+                state[key] = new
+                changes.append(Change(op.path, key, old, new, originals.get(key)))
     return changes
 
 
 # Writing
 
 
-def commit(changes: list[Change]) -> None:
-    """Write the new contents; every check has already passed, so the change is all or nothing."""
+def commit(changes: list[Change], ws: Workspace) -> None:
+    """Write the new contents; every check has already passed, so the change is all or nothing.
+    Each file is replaced atomically and never through a link (`safe_fs`)."""
     for ch in changes:
-        assert ch.real is not None
-        target = ch.dest or ch.real
         if ch.new is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(ch.new, encoding="utf-8", newline="")
-        if ch.new is None or ch.dest is not None:
-            ch.real.unlink(missing_ok=True)
+            ws.write_text(ch.dest_key or ch.key, ch.new)
+        if ch.new is None or ch.dest_key is not None:
+            ws.delete(ch.key)
 
 
 # The answer: pure

@@ -392,7 +392,7 @@ class Session:
         if tool in EDIT_TOOLS:
             return self._edit(tool, args)
         if tool in ("list", "glob", "grep"):
-            return self._by_result(tool, args, self._search(tool, args))
+            return self._by_result(tool, args, await self._search(tool, args))
         if tool == "bash":
             return await self._bash(args)
         if tool == "recall":
@@ -445,8 +445,7 @@ class Session:
         offset = _whole(args.get("offset", 1), "offset")
         window = self.config["window.lines"]
         limit = min(_whole(args.get("limit", window), "limit"), window)
-        real, data = self.workspace.read_bytes(path)  # type: ignore[arg-type]
-        key = self.workspace.relative(real)
+        key, data = self.workspace.read_bytes(path)  # type: ignore[arg-type]
         sha = hashlib.sha256(data).hexdigest()
         if looks_binary(data):
             rid = self._take_id()
@@ -488,18 +487,11 @@ class Session:
 
     # list, glob, grep
 
-    def _search(self, tool: str, args: dict[str, Any]) -> str:
-        ws = self.workspace
-        path = args.get("path", ".")
-        if tool == "list":
-            return search_tool.list_dir(ws, path)
-        if tool == "glob":
-            return search_tool.glob(ws, args.get("pattern"), path)  # type: ignore[arg-type]
-        return search_tool.grep(
-            ws, args.get("pattern"), path,  # type: ignore[arg-type]
-            include=args.get("include") or args.get("glob"),
-            ignore_case=bool(args.get("ignore_case", args.get("-i", False))),
-        )  # fmt: skip
+    async def _search(self, tool: str, args: dict[str, Any]) -> str:
+        """In a worker process, within `search.timeout_seconds` (backend/tools/search.py)."""
+        return await search_tool.search(self.workspace, tool, args,
+                                        float(self.config["search.timeout_seconds"]),
+                                        self.config["text.search_stopped"])  # fmt: skip
 
     # bash
 
@@ -570,7 +562,7 @@ class Session:
     def _edit(self, tool: str, args: dict[str, Any]) -> Result:
         changes = edits.changes_for(tool, args, self.workspace)
         notes = edits.outside_notes(changes, self._known, self.config)
-        edits.commit(changes)  # all checks passed: now the workspace changes
+        edits.commit(changes, self.workspace)  # all checks passed: now the workspace changes
         return self._edit_result(tool, changes, notes)
 
     def _edit_result(self, tool: str, changes: list[edits.Change], notes: list[str]) -> Result:
