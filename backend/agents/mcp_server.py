@@ -35,12 +35,14 @@ from typing import Any, NotRequired
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError as McpToolError
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from ..prompts import context_block
 from ..session import TOOLS, Session, new_session_id
 from ..store import Writer
-from . import live
+from ..store.schema import StoreError
+from . import failures, live
 
 TOOL_SETS: dict[str, tuple[str, ...]] = {"recall": ("recall",), "all": TOOLS}
 CODEX = "codex"  # importers.detect.CODEX, without importing the importers on this path
@@ -183,9 +185,19 @@ class Connection:
         """End the sessions this connection made live; close the store."""
         try:
             for sid in sorted(self.made_live):
-                with live.session_lock(self.store, sid, timeout=5):
-                    session = await self._session(sid, "", "")
-                    await session.end()
+                lock = self.locks.setdefault(sid, asyncio.Lock())
+                # A call still running (a long command) gets a moment to finish; then the
+                # session ends regardless, the host is going.
+                held = False
+                with contextlib.suppress(TimeoutError):
+                    held = await asyncio.wait_for(lock.acquire(), timeout=2)
+                try:
+                    with live.session_lock(self.store, sid, timeout=5):
+                        session = await self._session(sid, "", "")
+                        await session.end()
+                finally:
+                    if held:
+                        lock.release()
         finally:
             self.made_live.clear()
             if self._probe is not None:
@@ -221,7 +233,19 @@ def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPS
         client_params = rc.session.client_params
         client = client_params.client_info.name if client_params else ""
         given = {k: v for k, v in args.items() if v is not None}
-        return await conn.call(tool, given, meta if isinstance(meta, Mapping) else {}, client)
+        try:
+            return await conn.call(tool, given, meta if isinstance(meta, Mapping) else {}, client)
+        except live.LockTimeout:
+            failures.record(conn.store, f"mcp {tool}", "the session's lock was held too long")
+            raise McpToolError("ctxview: the session is busy with another writer; try the "
+                               "call again.") from None  # fmt: skip
+        except (sqlite3.Error, StoreError, OSError) as exc:
+            failures.record(conn.store, f"mcp {tool}", f"{type(exc).__name__}: {exc}")
+            raise McpToolError(f"ctxview could not use its store ({exc}).") from None
+        except Exception as exc:
+            # A bug: the SDK answers "Error executing tool" and logs the traceback to stderr.
+            failures.record(conn.store, f"mcp {tool}", f"{type(exc).__name__}: {exc}")
+            raise
 
     async def read(path: str, ctx: Context, offset: int | None = None,
                    limit: int | None = None) -> str:  # fmt: skip
@@ -271,18 +295,31 @@ def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPS
 
 
 def serve(store: Path, workspace: Path, tools: tuple[str, ...]) -> None:
-    """Serve one connection over stdin/stdout until the host closes it."""
+    """Serve one connection over stdin/stdout until the host closes it (or signals)."""
     conn = Connection(store=store, workspace=workspace)
     server = build_server(conn, tools)
 
-    def stop(signum: int, _frame: object) -> None:
-        # A host that stops its server with a signal: unwind, so the lifespan ends the session.
-        raise KeyboardInterrupt
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        closing: list[asyncio.Task[None]] = []
 
-    signal.signal(signal.SIGTERM, stop)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run()
-    sys.stdout.flush()
+        def stop() -> None:
+            # A host that stops its server with a signal: the sessions end all the same. The
+            # SDK's stdin reader is a thread blocked in a read, so the process exits from here.
+            async def finish() -> None:
+                try:
+                    await conn.close()
+                finally:
+                    sys.stdout.flush()
+                    os._exit(0)
+
+            closing.append(loop.create_task(finish()))
+
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, stop)
+        await server.run_stdio_async()
+
+    anyio.run(main)
 
 
 def _version() -> str:

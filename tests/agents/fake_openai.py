@@ -32,9 +32,10 @@ class Call:
             return {"name": self.name}
         space = f"mcp__{self.server}"
         for tool in request.get("tools", []):
-            if tool.get("type") == "namespace" and tool.get("name") == space:
-                if any(t.get("name") == self.name for t in tool.get("tools", [])):
-                    return {"namespace": space, "name": self.name}
+            if (tool.get("type"), tool.get("name")) == ("namespace", space) and any(
+                t.get("name") == self.name for t in tool.get("tools", [])
+            ):
+                return {"namespace": space, "name": self.name}
         return {"name": f"{space}__{self.name}"}
 
 

@@ -1,0 +1,135 @@
+"""Codex itself (@openai/codex 0.169.0, from tests/agents/codex's lockfile) working through
+`ctxview mcp --tools all`, installed by `codex_install` into its CODEX_HOME, with its own shell
+tool off, against a scripted Responses API on loopback. The scripted model reads a file twice,
+greps twice and recalls the first read; the requests Codex sends carry the 3.0.0 texts."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from ctxview.backend.agents import codex_install
+from fake_openai import Call, Say, Scripted, tool_outputs
+
+HERE = Path(__file__).parent
+CODEX = HERE / "codex" / "node_modules" / ".bin" / "codex"
+
+pytestmark = pytest.mark.skipif(
+    not CODEX.exists(),
+    reason="@openai/codex is not installed: run `npm ci` in tests/agents/codex (.ci/run does)",
+)
+
+PROVIDER = """\
+# the person's own settings, kept by the install
+model = "gpt-test"
+model_provider = "fake"
+
+[model_providers.fake]
+name = "scripted"
+base_url = "{base_url}"
+wire_api = "responses"
+env_key = "FAKE_OPENAI_KEY"
+"""
+
+
+def _codex_env(home: Path, codex_home: Path) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "CODEX_HOME": str(codex_home),
+        "FAKE_OPENAI_KEY": "not-a-key",
+        "LANG": "C.UTF-8",
+        "NO_COLOR": "1",
+        "RUST_LOG": os.environ.get("RUST_LOG", "warn"),
+    }
+
+
+def _sessions(store: Path) -> list[tuple[str, str, float | None]]:
+    conn = sqlite3.connect(store)
+    try:
+        return conn.execute("SELECT id, source, ended FROM sessions").fetchall()
+    finally:
+        conn.close()
+
+
+def _shown(store: Path, sid: str) -> dict[int, str]:
+    conn = sqlite3.connect(store)
+    try:
+        rows = conn.execute("SELECT rid, shown FROM bodies WHERE session = ?", (sid,)).fetchall()
+    finally:
+        conn.close()
+    return dict(rows)
+
+
+def test_codex_gets_the_rules_through_ctxview_mcp(tmp_path: Path) -> None:
+    ws = tmp_path / "project"
+    (ws / "src").mkdir(parents=True)
+    (ws / "hello.txt").write_text("alpha\nbeta\ngamma\n")
+    (ws / "src" / "app.py").write_text("def beta():\n    return 2\n")
+    home = tmp_path / "home"
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    store = tmp_path / "store.db"
+    script = [
+        Call("read", {"path": "hello.txt"}, server="ctxview"),
+        Call("read", {"path": "hello.txt"}, server="ctxview"),
+        Call("grep", {"pattern": "beta"}, server="ctxview"),
+        Call("grep", {"pattern": "beta"}, server="ctxview"),
+        Call("recall", {"id": "#1000"}, server="ctxview"),
+        Say("All done."),
+    ]
+    with Scripted(script) as model:
+        (codex_home / "config.toml").write_text(PROVIDER.format(base_url=model.base_url))
+        plan = codex_install.install(codex_home, store=store)
+        plan.write()
+        assert len(plan.changes) == 2
+        done = subprocess.run(
+            [str(CODEX), "exec", "--skip-git-repo-check",
+             "--dangerously-bypass-approvals-and-sandbox", "Read hello.txt and look for beta."],
+            cwd=ws, env=_codex_env(home, codex_home), capture_output=True, text=True,
+            timeout=150, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        requests = list(model.requests)
+    Path("/tmp/codex_stderr.txt").write_text(done.stderr)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert model.spent, f"Codex stopped after {len(requests)} requests: {done.stderr[-3000:]}"
+
+    # What Codex offered its model: ctxview's ten tools, and no shell of its own.
+    offered = requests[0]["tools"]
+    names = {t.get("name") for t in offered}
+    assert "exec_command" not in names and "shell" not in names
+    space = next(t for t in offered if t.get("name") == "mcp__ctxview")
+    assert {t["name"] for t in space["tools"]} == {
+        "read", "write", "edit", "multiedit", "apply_patch", "list", "glob", "grep", "bash",
+        "recall",
+    }  # fmt: skip
+
+    # Each request carries the answer to the call before it, as ctxview shaped it.
+    got = [tool_outputs(requests[i])[f"call_{i}"] for i in range(1, 6)]
+    sha = re.search(r"\[#1000 hello\.txt lines 1-3 of 3 sha ([0-9a-f]{8})\]", got[0])
+    assert sha, got[0]
+    assert got[0].endswith(f"[#1000 hello.txt lines 1-3 of 3 sha {sha[1]}]\n"
+                           "1: alpha\n2: beta\n3: gamma")  # fmt: skip
+    assert got[1].endswith(f"[#1001 hello.txt lines 1-3 of 3 sha {sha[1]}] Unchanged since "
+                           "#1000, which already shows lines 1-3.")  # fmt: skip
+    assert got[2].endswith("[#1002]\nhello.txt:2: beta\nsrc/app.py:1: def beta():")
+    assert got[3].endswith("[#1003] Same result as #1002.")
+    assert got[4].endswith("[#1004 recall #1000 lines 1-3 of 3]\n1: alpha\n2: beta\n3: gamma")
+
+    # One store session, Codex's own id, holding those texts, ended when Codex closed it.
+    thread = re.search(r"session id: ([0-9a-f-]+)", done.stdout + done.stderr)
+    assert thread, done.stderr[-2000:]
+    deadline = time.monotonic() + 10
+    while (rows := _sessions(store)) and rows[0][2] is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [(sid, source) for sid, source, _ in rows] == [(f"cx-{thread[1]}", "codex")]
+    assert rows[0][2] is not None, "the session is still live after Codex exited"
+    shown = _shown(store, rows[0][0])
+    assert sorted(shown) == [0x1000, 0x1001, 0x1002, 0x1003, 0x1004]
+    for i, rid in enumerate(sorted(shown)):
+        assert got[i].endswith(shown[rid])
