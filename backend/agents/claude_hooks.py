@@ -34,6 +34,8 @@ from typing import Any
 
 from ..importers.codex import _search_tool
 from ..importers.detect import CLAUDE
+from ..importers.follow import sub_agents
+from ..importers.runner import FileImporter
 from ..rules.compaction import files_read_table
 from ..rules.dedupe import ReadEntry, ResultEntry
 from ..session import Session
@@ -61,6 +63,9 @@ class Served:
     compact_from: int = 0  # the transcript's size at PreCompact: its summary comes after
     # (seq of a compaction stored without its summary, the transcript, where to look from)
     summary_due: tuple[int, str, int] | None = None
+    # The transcript (and its sub-agents' files) imported as it grows: messages, usage and
+    # sub-agents land in order around the results the hook stores.
+    importers: dict[Path, FileImporter] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -112,6 +117,7 @@ class HookEngine:
             with live.session_lock(self.store, sid):
                 served = await self._serve(sid, payload)
                 try:
+                    await self._transcript(served, payload, live=event != "SessionEnd")
                     return await self._event(served, event, payload)
                 finally:
                     served.last_seq = self._last_seq(sid)
@@ -222,6 +228,38 @@ class HookEngine:
         ).fetchone()
         session._next_rid = max(session._next_rid, int(next_rid))
         served.last_seq = last
+
+    async def _transcript(self, served: Served, payload: dict[str, Any], *, live: bool) -> None:
+        """Import what the transcript gained since the last hook (what the model said before
+        this tool ran, its usage, sub-agents), before this step's own events. The importer
+        skips the results this hook stored. A failure here is recorded and the hook goes on."""
+        path = payload.get("transcript_path")
+        if served.session.id != f"cc-{payload.get('session_id')}" or not isinstance(path, str):
+            return  # a sub-agent's hook: its file is imported with its parent's
+        main = Path(path).expanduser().resolve()
+        if not main.exists():
+            return
+        assert self.writer is not None
+        try:
+            for f in [main, *sub_agents(main)]:
+                importer = served.importers.get(f)
+                if importer is None:
+                    importer = served.importers[f] = FileImporter(self.writer, f)
+                elif importer.hub is not None and importer.hub.main.id == served.session.id:
+                    # Its engine and this one share the session's id counter.
+                    theirs = importer.hub.main.session
+                    theirs._next_rid = max(theirs._next_rid, served.session._next_rid)
+                async with self.writer.batch():
+                    await importer.step(live=live)
+            (next_rid,) = await self.writer._conn.execute_fetchall(
+                "SELECT next_rid FROM sessions WHERE id = ?", (served.session.id,))  # fmt: skip
+            served.session._next_rid = max(served.session._next_rid, int(next_rid[0]))
+        except Exception as exc:  # the transcript is a bonus; the hook goes on
+            from . import failures
+
+            failures.record(self.store, "transcript", f"{type(exc).__name__}: {exc}",
+                            {"session_id": payload.get("session_id")})  # fmt: skip
+            served.importers.clear()
 
     # Tools
 
