@@ -95,7 +95,6 @@ def test_codex_gets_the_rules_through_ctxview_mcp(tmp_path: Path) -> None:
             timeout=150, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         requests = list(model.requests)
-    Path("/tmp/codex_stderr.txt").write_text(done.stderr)
     assert done.returncode == 0, done.stderr[-3000:]
     assert model.spent, f"Codex stopped after {len(requests)} requests: {done.stderr[-3000:]}"
 
