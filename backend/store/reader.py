@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 
 import aiosqlite
@@ -11,6 +10,8 @@ import aiosqlite
 from .connect import identity, open_connection, sidecars, tidy_after_read
 from .records import EVENT_COLUMNS, SESSION_COLUMNS, Body, Event, SessionRow
 from .schema import StoreError
+from .search import Hit, fts_query
+from .search import search as search_events
 
 _EVENT_SELECT = f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events"
 
@@ -294,16 +295,18 @@ class Reader:
         )
         return [r[0] for r in rows]
 
+    async def search_hits(
+        self, query: str, *, session: str | None = None, limit: int = 1000
+    ) -> tuple[list[Hit], bool]:
+        """Messages, calls, thinking, summaries and results matching `query`, in one session
+        or all (backend/store/search.py), and whether there were more than `limit`."""
+        return await search_events(self._conn, query, session=session, limit=limit)
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def fts_query(text: str) -> str:
-    """Plain words to an FTS5 query: every word must appear (as a prefix for the last one), so
-    a person never has to know FTS5's syntax and never hits its syntax errors."""
-    words = _WORD.findall(text)
-    if not words:
-        return ""
-    quoted = [f'"{w}"' for w in words]
-    quoted[-1] += "*"
-    return " ".join(quoted)
+    async def children(self, session_id: str) -> list[tuple[str, str, str | None, int]]:
+        """The sub-agent sessions a session started: (id, title, parent call, results)."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT s.id, s.title, s.parent_call, (SELECT count(rid) FROM events e "
+            "WHERE e.session = s.id) FROM sessions s WHERE s.parent_session = ?",
+            (session_id,),
+        )
+        return [(r[0], r[1], r[2], int(r[3])) for r in rows]

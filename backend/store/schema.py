@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x63747876  # "ctxv": marks a SQLite file as a ctxview store
 
 
@@ -130,9 +130,46 @@ def _to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS sessions_started ON sessions (started)")
 
 
+# Version 3: messages, calls (tool and arguments), thinking and compaction summaries are
+# searchable too, in their own contentless index (no copy of the text). Its rowid names the
+# event: the session's rowid times 2**32 plus the event's seq. A trigger feeds it, as these rows
+# are small (a body, which can be 200 MB, is fed by the writer; see `_to_v2`).
+EVENT_ROWID = 4294967296
+EVENT_FTS_MAX = 1_000_000  # characters of one event indexed
+_EVENT_FTS_TEXT = f"""substr(
+    CASE {{e}}.kind WHEN 'call' THEN coalesce({{e}}.tool, '') || ' ' || coalesce({{e}}.args, '')
+    ELSE coalesce({{e}}.text, '') END
+    || CASE WHEN {{e}}.data IS NOT NULL AND json_valid({{e}}.data)
+       THEN ' ' || coalesce(json_extract({{e}}.data, '$.thinking'), '') ELSE '' END,
+    1, {EVENT_FTS_MAX})"""
+EVENT_FTS_KINDS = "('message', 'call', 'compaction')"
+
+
+def _to_v3(conn: sqlite3.Connection) -> None:
+    made = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events_fts'"
+    ).fetchone()
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (text, content = '')")
+    conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS events_fts_insert AFTER INSERT ON events "
+        f"WHEN new.kind IN {EVENT_FTS_KINDS} BEGIN "
+        "INSERT INTO events_fts (rowid, text) VALUES ("
+        f"(SELECT rowid FROM sessions WHERE id = new.session) * {EVENT_ROWID} + new.seq, "
+        f"{_EVENT_FTS_TEXT.format(e='new')}); END"
+    )
+    if made:
+        return
+    # The events already stored (an older store), once.
+    conn.execute(
+        f"INSERT INTO events_fts (rowid, text) SELECT s.rowid * {EVENT_ROWID} + e.seq, "
+        f"{_EVENT_FTS_TEXT.format(e='e')} FROM events e JOIN sessions s ON s.id = e.session "
+        f"WHERE e.kind IN {EVENT_FTS_KINDS}"
+    )
+
+
 # version -> the step that brings a store of that version to the next one. Steps are idempotent
 # and run inside the migration's transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v2, 2: _to_v3}
 
 
 def check(conn: sqlite3.Connection) -> int | None:
