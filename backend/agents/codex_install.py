@@ -76,28 +76,29 @@ class Plan:
     sidecar: dict[str, Any] | None
     changes: list[str] = field(default_factory=list)
     sidecar_after: dict[str, Any] | None = None
+    removed: list[Path] = field(default_factory=list)
 
     def write(self) -> list[Path]:
-        """Write what changed; the files written or removed."""
-        done: list[Path] = []
+        """Write what changed; the files written (`removed`: the config, when the install had
+        made it and uninstall left it empty)."""
+        written: list[Path] = []
         text = tomlkit.dumps(self.doc)
         if text != (self.before or ""):
             if self.before is None and not text.strip():
                 pass
             elif not text.strip() and self.sidecar and self.sidecar.get("created"):
-                self.config.unlink(missing_ok=True)  # the install made the file: gone again
-                done.append(self.config)
+                self.config.unlink(missing_ok=True)
+                self.removed.append(self.config)
             else:
                 _write_atomic(self.config, text)
-                done.append(self.config)
+                written.append(self.config)
         side = self.config.with_name(SIDECAR)
         if self.sidecar_after != self.sidecar:
             if self.sidecar_after is None:
                 side.unlink(missing_ok=True)
             else:
                 _write_atomic(side, json.dumps(self.sidecar_after, indent=2) + "\n")
-            done.append(side)
-        return done
+        return written
 
 
 def _load(home: Path) -> Plan:
