@@ -9,6 +9,7 @@ escaped; messages go through Markdown with raw HTML off and images off.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -128,7 +129,14 @@ def _md() -> MarkdownIt:
     return md
 
 
+# Text with none of Markdown's marks renders as itself in one paragraph: skip the parser (a
+# tenth of the cost; most of a long session's messages are plain sentences).
+_MD_MARKS = re.compile(r"[*_`\[\]<>!|~\\&]|^\s*(?:[-+>#=]|\d+[.)])|\n\s*\n|^ {4}|\t", re.M)
+
+
 def markdown(ctx: Ctx, text: str) -> str:
+    if not _MD_MARKS.search(text):
+        return f"<p>{linked(ctx, text)}</p>\n"
     try:
         return _md().render(text, {"ctx": ctx})
     except RecursionError:  # pathological nesting: show it as text
@@ -253,7 +261,10 @@ def _elision(ctx: Ctx, line: str, n: int, index: int, stored: str | None) -> str
 
 
 def _nth_lines(text: str, index: int, n: int) -> str:
-    """Lines index..index+n-1 of text, found without splitting all of it."""
+    """Lines index..index+n-1 of text, without splitting more of it than that."""
+    if index + n < 20_000:
+        parts = text.split("\n", index + n)
+        return "\n".join(parts[index : index + n])
     start = 0
     for _ in range(index):
         start = text.find("\n", start) + 1
@@ -499,7 +510,7 @@ class HtmlExport:
         path = self.names.path(page)
         self.files.append(path)
         # Open across many blocks, closed by _close_page (also on error, by run).
-        self._fh = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+        self._fh = open(path, "w", encoding="utf-8", newline="\n", buffering=1 << 20)  # noqa: SIM115
         row = self.plan.main.info.row
         title = row.title or row.id
         suffix = f" — page {page + 1} of {self.names.pages}" if self.names.pages > 1 else ""

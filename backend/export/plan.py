@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..config import Config, ConfigError
 from ..rules.ids import format_id
-from .source import SessionInfo, Source
+from .source import L_CALL, L_KIND, L_PROMPT, L_RID, L_ROLE, L_SEQ, L_SIZE, SessionInfo, Source
 
 EDIT_KINDS = frozenset({"edit", "created", "deleted", "moved", "patch"})
 STUB_KINDS = frozenset({"unchanged", "same"})
@@ -78,21 +78,6 @@ def _digits(info: SessionInfo) -> int:
         return 4
 
 
-def _estimate(row: object) -> int:
-    """Bytes of HTML an event will take, roughly: escaped text, markup per line, colour."""
-    from .source import Lean
-
-    assert isinstance(row, Lean)
-    if row.kind == "result":
-        size = row.shown_chars * 1.1 + 300 + row.shown_lines * 12
-        if row.capped:
-            size += row.stored_chars * 1.1
-        if row.rkind in EDIT_KINDS or row.rkind == "full":
-            size += row.shown_chars * 1.5  # syntax colour spans
-        return int(size)
-    return int(row.other_chars * 1.3) + 300
-
-
 def _agent_size(info: SessionInfo) -> int:
     r = info.row
     return int(r.chars_shown * 2.5 + r.chars_stored + r.events * 300) + sum(
@@ -107,42 +92,46 @@ def build(source: Source, info: SessionInfo, page_bytes: int | None) -> Plan:
     plan = Plan(main)
     counter = [0]
     _attach_children(source, main, plan, counter)
-    page, size = 0, 0
+    page, size = 0, 0.0
     first_rid: int | None = None
     last_rid: int | None = None
     open_calls: dict[str, int] = {}
     epoch = 0
+    epoch_of, page_of, call_rid = main.epoch_of, main.page_of, main.call_rid
     for row in source.lean(main.id):
-        joins = row.kind == "result" and row.call_ref is not None and row.call_ref in open_calls
+        kind, ref = row[L_KIND], row[L_CALL]
+        joins = kind == "result" and ref is not None and ref in open_calls
         if not joins:
             if page_bytes is not None and size >= page_bytes:
-                plan.page_sizes.append(size)
+                plan.page_sizes.append(int(size))
                 plan.page_ids.append((first_rid, last_rid))
                 page += 1
                 size, first_rid, last_rid = 0, None, None
-                plan.page_starts.append(row.seq)
-            if row.kind == "call" and row.call_ref:
-                open_calls[row.call_ref] = page
-                for child in main.by_call.get(row.call_ref, []):
+                plan.page_starts.append(row[L_SEQ])
+            if kind == "call" and ref:
+                open_calls[ref] = page
+                for child in main.by_call.get(ref, ()):
                     _place(child, page)
                     size += _agent_size(child.info)
-        at = open_calls.pop(row.call_ref, page) if joins and row.call_ref else page
-        size += _estimate(row)
-        if row.kind == "result" and row.rid is not None:
-            main.epoch_of[row.rid] = epoch
-            main.page_of[row.rid] = at
-            first_rid = row.rid if first_rid is None else first_rid
-            last_rid = row.rid
-            if row.call_ref:
-                main.call_rid[row.call_ref] = row.rid
-        elif row.kind == "compaction":
+        size += row[L_SIZE]
+        if kind == "result":
+            rid = row[L_RID]
+            if rid is None:
+                continue
+            epoch_of[rid] = epoch
+            page_of[rid] = open_calls.pop(ref, page) if joins else page
+            first_rid = rid if first_rid is None else first_rid
+            last_rid = rid
+            if ref:
+                call_rid[ref] = rid
+        elif kind == "compaction":
             epoch += 1
-            plan.toc.append(TocEntry("boundary", row.seq, page, f"compaction {epoch}", epoch))
-        elif row.kind == "message" and row.role == "user" and row.prompt:
-            plan.toc.append(TocEntry("prompt", row.seq, page, _label(row.prompt)))
+            plan.toc.append(TocEntry("boundary", row[L_SEQ], page, f"compaction {epoch}", epoch))
+        elif kind == "message" and row[L_ROLE] == "user" and row[L_PROMPT]:
+            plan.toc.append(TocEntry("prompt", row[L_SEQ], page, _label(row[L_PROMPT])))
     for child in main.orphans:
         _place(child, page)
-    plan.page_sizes.append(size)
+    plan.page_sizes.append(int(size))
     plan.page_ids.append((first_rid, last_rid))
     plan.pages = page + 1
     _pointers(source, main)
@@ -192,11 +181,12 @@ def _attach_children(source: Source, space: Space, plan: Plan, counter: list[int
 def _map_space(source: Source, space: Space) -> None:
     epoch = 0
     for row in source.lean(space.id):
-        if row.kind == "result" and row.rid is not None:
-            space.epoch_of[row.rid] = epoch
-            if row.call_ref:
-                space.call_rid[row.call_ref] = row.rid
-        elif row.kind == "compaction":
+        kind = row[L_KIND]
+        if kind == "result" and row[L_RID] is not None:
+            space.epoch_of[row[L_RID]] = epoch
+            if row[L_CALL]:
+                space.call_rid[row[L_CALL]] = row[L_RID]
+        elif kind == "compaction":
             epoch += 1
     _pointers(source, space)
 

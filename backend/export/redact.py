@@ -106,6 +106,16 @@ _HEX = re.compile(r"[0-9a-fA-F-]+")
 _KNOWN_ID = re.compile(r"(?:toolu|srvtoolu|msg|req|call|fc|resp|rs|ws|msgbatch|file|agent|"
                        r"chatcmpl|run|thread|asst|step)_[A-Za-z0-9_]+")  # fmt: skip
 _REDACTED = re.compile(r"\[redacted: [a-z-]+\]")
+# A JSON key that names a secret: password, client_secret, GITHUB_TOKEN, apiKey (not "tokens",
+# "max_tokens" or "token_count", which are counts).
+_SECRET_KEY = re.compile(
+    r"(?i)[a-z0-9_.-]*(?:secret|passw(?:or)?d|api[_-]?key|access[_-]?key|private[_-]?key|"
+    r"auth[_-]?token|access[_-]?token|refresh[_-]?token|bearer|credentials?|(?<![a-z])token)"
+)
+_SECRET_KEY_IN_TEXT = re.compile(
+    r"(?i)\"[a-z0-9_.-]*(?:secret|passw|api[_-]?key|access[_-]?key|private[_-]?key|token|"
+    r"credential)[a-z0-9_.-]*\"\s*:\s*\""
+)
 
 
 def entropy(s: str) -> float:
@@ -148,21 +158,23 @@ _WORDS = (b"secret", b"passw", b"token", b"key", b"credential", b"bearer")
 
 def redact_text(text: str, counts: Counter[str]) -> str:
     """`text` with every secret found replaced by `[redacted: KIND]`; `counts` gains each."""
-    if not text:
-        return text
+    if len(text) < 8:
+        return text  # too short for any finder's pattern
     raw = text.encode("utf-8", "surrogatepass")
     runs = raw.translate(_TOKEN_TABLE)
-    gates = {"run": _RUN16 in runs, "url": b"://" in raw}
-    if gates["run"] or gates["url"]:
-        gates["word"] = True  # a run or a URL is common enough; the guards decide
+    run = _RUN16 in runs
+    url = b"://" in raw
+    if run or url:
+        word = True  # a run or a URL is common enough; the guards decide
     else:
         low = raw.lower()
         # One-byte searches (memchr) first: each word holds k, w, b or "cr".
-        gates["word"] = (b"k" in low or b"w" in low or b"b" in low or b"cr" in low) and any(
+        word = (b"k" in low or b"w" in low or b"b" in low or b"cr" in low) and any(
             w in low for w in _WORDS
         )
-    if not (gates["run"] or gates["url"] or gates["word"]):
-        return text
+        if not word:
+            return text
+    gates = {"run": run, "url": url, "word": word}
     for finder in FINDERS:
         if gates[finder.gate] and finder.guard(text):
             text = _apply(finder, text, counts)
@@ -216,29 +228,43 @@ class Redactor:
     def json_text(self, value: str | None) -> str | None:
         """A JSON document kept as text (call arguments, an event's data): every string in it
         redacted, keys too; kept byte for byte when nothing was found. Text that is not JSON is
-        redacted as text."""
+        redacted as text. The text itself is looked at first (one pass, and it sees a key beside
+        its value); only when that finds something is the document parsed and walked."""
         if value is None or not self.enabled:
             return value
         import json
 
-        before = sum(self.counts.values())
+        probe: Counter[str] = Counter()
+        redact_text(value, probe)
+        if not probe and not _SECRET_KEY_IN_TEXT.search(value):
+            return value
         try:
             parsed = json.loads(value)
         except ValueError:
             return self.text(value)
+        before = sum(self.counts.values())
         cleaned = self.value(parsed)
         if sum(self.counts.values()) == before:
             return value
         return json.dumps(cleaned, ensure_ascii=False)
 
     def value(self, value: Any) -> Any:
-        """A parsed JSON value with every string in it (keys too) redacted."""
+        """A parsed JSON value with every string in it (keys too) redacted; the value of a key
+        that names a secret (`"password": "hunter2"`) goes whole."""
         if not self.enabled:
             return value
         if isinstance(value, str):
             return redact_text(value, self.counts)
         if isinstance(value, dict):
-            return {redact_text(k, self.counts): self.value(v) for k, v in value.items()}
+            out = {}
+            for k, v in value.items():
+                if (isinstance(v, str) and len(v) >= 4 and _SECRET_KEY.fullmatch(k)
+                        and not v.startswith(("$", "[redacted"))):  # fmt: skip
+                    self.counts["env-secret"] += 1
+                    out[redact_text(k, self.counts)] = mark("env-secret")
+                else:
+                    out[redact_text(k, self.counts)] = self.value(v)
+            return out
         if isinstance(value, list):
             return [self.value(v) for v in value]
         return value

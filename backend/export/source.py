@@ -30,14 +30,22 @@ _RANGE_SQL = (
     "FROM events e LEFT JOIN bodies b ON b.session = e.session AND b.rid = e.rid "
     "WHERE e.session = ?1 AND e.seq > ?2 ORDER BY e.seq LIMIT ?4"
 )
-# The lean pass: enough to group events into blocks, place them on pages and link ids.
+# The lean pass: enough to group events into blocks, place them on pages and link ids, with
+# each event's size on the page estimated here (escaped text, markup per line, colour spans).
 _LEAN_SQL = (
-    "SELECT seq, kind, role, call_ref, rid, rkind, capped, coalesce(shown_chars, 0), "
-    "coalesce(stored_chars, 0), coalesce(shown_lines, 0), "
-    "coalesce(length(text), 0) + coalesce(length(args), 0) + coalesce(length(data), 0), "
+    "SELECT seq, kind, role, call_ref, rid, CASE WHEN kind = 'result' THEN "
+    "  1.1 * coalesce(shown_chars, 0) + 300 + 12 * coalesce(shown_lines, 0) "
+    "  + CASE WHEN capped THEN 1.05 * coalesce(stored_chars, 0) ELSE 0 END "
+    "  + CASE WHEN rkind IN ('full', 'edit', 'created', 'deleted', 'moved', 'patch') "
+    "    AND tool IN ('read', 'edit', 'multiedit', 'write', 'apply_patch') "
+    "    THEN 1.5 * coalesce(shown_chars, 0) ELSE 0 END "
+    "ELSE 300 + 1.3 * (coalesce(length(text), 0) + coalesce(length(args), 0) "
+    "  + coalesce(length(data), 0)) END, "
     "CASE WHEN kind = 'message' AND role = 'user' THEN substr(text, 1, 300) END "
     "FROM events WHERE session = ? ORDER BY seq"
 )
+# Lean row positions.
+L_SEQ, L_KIND, L_ROLE, L_CALL, L_RID, L_SIZE, L_PROMPT = range(7)
 
 
 @dataclass
@@ -48,22 +56,6 @@ class Item:
     event: Event
     shown: str | None = None
     stored: str | None = None
-
-
-@dataclass
-class Lean:
-    seq: int
-    kind: str
-    role: str | None
-    call_ref: str | None
-    rid: int | None
-    rkind: str | None
-    capped: bool
-    shown_chars: int
-    stored_chars: int
-    shown_lines: int
-    other_chars: int
-    prompt: str | None
 
 
 @dataclass
@@ -161,12 +153,14 @@ class Source:
 
     # Events
 
-    def lean(self, session_id: str) -> Iterator[Lean]:
-        """Every event of the session in order, without bodies or texts (a cursor, not a list)."""
+    def lean(self, session_id: str) -> Iterator[tuple[Any, ...]]:
+        """Every event of the session in order as a lean row (L_* positions), without bodies:
+        a cursor, not a list. A prompt's first words come redacted."""
+        text = self.redactor.text
         for row in self.conn.execute(_LEAN_SQL, (session_id,)):
-            prompt = self.redactor.text(row[11]) if row[11] is not None else None
-            yield Lean(row[0], row[1], row[2], row[3], row[4], row[5], bool(row[6]), row[7],
-                       row[8], row[9], row[10], prompt)  # fmt: skip
+            if row[L_PROMPT] is not None:
+                row = (*row[:L_PROMPT], text(row[L_PROMPT]))
+            yield row
 
     def items(self, session_id: str, *, stored: bool = False) -> Iterator[Item]:
         """Every event with its body, in order, read CHUNK events at a time. `stored`: the full

@@ -8,7 +8,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..rules.ids import ID_IN_TEXT
+ELISION_PREFIX = "["
+# ID_IN_TEXT (rules/ids.py) starts with a lookbehind, which keeps re from jumping to each "#"
+# with its fast literal search; this one starts at the "#", and the lookbehind is checked here.
+_ID_AT_HASH = re.compile(r"#([0-9a-f]{4,})\b")
 
 ELISION = re.compile(r"^\[(\d+) lines elided, full output (#[0-9a-f]+)\]$")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -40,7 +43,10 @@ def link_ids(text: str, known: Callable[[int], bool], link: Callable[[int, str],
         return plain(text)
     out: list[str] = []
     pos = 0
-    for m in ID_IN_TEXT.finditer(text):
+    for m in _ID_AT_HASH.finditer(text):
+        start = m.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] in "_#"):
+            continue  # inside a longer word, as ID_IN_TEXT's lookbehind says
         rid = int(m.group(1), 16)
         if not known(rid):
             continue
