@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from ..rules.dedupe import ReadEntry, ResultEntry
 from ..session import Session
 from ..store.records import EVENT_COLUMNS, Event
 from ..store.writer import Writer
+from ..tools import ToolError
 from . import live
 
 OWN_TOOLS = "mcp__ctxview__"
@@ -118,9 +120,14 @@ class HookEngine:
                 served = await self._serve(sid, payload)
                 try:
                     await self._transcript(served, payload, live=event != "SessionEnd")
-                    return await self._event(served, event, payload)
-                finally:
-                    served.last_seq = self._last_seq(sid)
+                    out = await self._event(served, event, payload)
+                except BaseException:
+                    # A step that did not commit may have taken an id or filled the dedupe
+                    # table in memory: the next step starts again from the store.
+                    self.served.pop(sid, None)
+                    raise
+                served.last_seq = self._last_seq(sid)
+                return out
 
     async def _event(self, served: Served, event: str, payload: dict[str, Any]
                      ) -> dict[str, Any] | None:  # fmt: skip
@@ -289,16 +296,22 @@ class HookEngine:
         content: str = file["content"]
         first = _whole(file.get("startLine"), 1)
         lines = content.split("\n") if content else []
-        num = _whole(file.get("numLines"), len(lines))
-        lines = lines[:num]
+        lines = lines[: _whole(file.get("numLines"), len(lines))]
         total = _whole(file.get("totalLines"), first + len(lines) - 1)
-        key = _resolved(path) or path
-        sha = _file_sha(key, total)
+        key = _key(session, path)
+        sha, real_total = _file_facts(os.path.realpath(path), total)
+        if lines and lines[-1] == "" and content.endswith("\n") and first + len(lines) - 1 > (
+                real_total or 0):  # fmt: skip
+            # Claude Code counts the empty "line" after a final newline; the rules do not
+            # (a final \n starts no new line), so neither does the bracket nor what is shown.
+            lines.pop()
+            content = content[:-1]
+        total = real_total if real_total is not None else total
         ts = time.time()
         result = session._read_result(path, key, first, lines, total, sha)
         if result.rkind == "full" and lines:
             new_content = result.shown.split("\n", 1)[0] + "\n" + content
-            new_num = num + 1
+            new_num = len(lines) + 1
         else:  # the stub, or an empty file's bracket: one line
             new_content, new_num = result.shown, 1
         start = first - 1
@@ -338,7 +351,7 @@ class HookEngine:
             new = resp.get("content") if isinstance(resp.get("content"), str) else None
         if new is None:
             return None
-        key = _resolved(path) or path
+        key = _key(session, path)
         return await session.insert_edit(
             _EDITS[name], {"path": path, **_without(args, "file_path")}, [(path, key, old, new)],
             call_ref=ref, seen=len(json.dumps(resp, default=str)),
@@ -403,6 +416,15 @@ def _post(updated: Any, context: str | None = None) -> dict[str, Any]:
     return {"hookSpecificOutput": out}
 
 
+def _key(session: Session, path: str) -> str:
+    """A path as the engine compares it: workspace-relative inside the workspace (as its own
+    tools and the MCP server's make it), else the real absolute path."""
+    try:
+        return session.workspace.resolve(path)
+    except ToolError:
+        return os.path.realpath(path)
+
+
 def _whole(value: Any, default: int) -> int:
     ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
     return value if ok else default
@@ -412,13 +434,16 @@ def _without(args: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k != key}
 
 
-def _file_sha(path: str, total: int) -> str:
-    """The file's real SHA-256 (the hook runs right after the read); a stand-in that changes
-    with the path and length when it cannot be read any more."""
+def _file_facts(path: str, total: int) -> tuple[str, int | None]:
+    """The file's real SHA-256 and number of lines as the rules count them (the hook runs right
+    after the read); when it cannot be read any more, a stand-in hash that changes with the
+    path and length, and None."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        data = Path(path).read_bytes()
     except OSError:
-        return hashlib.sha256(f"ctxview-hook\0{path}\0{total}".encode()).hexdigest()
+        return hashlib.sha256(f"ctxview-hook\0{path}\0{total}".encode()).hexdigest(), None
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    return hashlib.sha256(data).hexdigest(), lines
 
 
 def _agent_file(transcript: str | None, session_id: str, agent: str) -> str | None:

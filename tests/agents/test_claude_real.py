@@ -71,10 +71,10 @@ def test_a_hooked_session_reaches_the_model_and_the_store(tmp_path: Path) -> Non
 
         # Read: Claude Code's own numbers, the bracket as line 0.
         first = read1.split("\n")
-        assert first[0].startswith(f"0\t[#1000 {notes} lines 1-41 of 41 sha ")
+        assert first[0].startswith(f"0\t[#1000 {notes} lines 1-40 of 40 sha ")
         assert first[1] == "1\tline 1 alpha" and first[40] == "40\tline 40 alpha"
-        assert read2.startswith(f"0\t[#1001 {notes} lines 1-41 of 41 sha ")
-        assert read2.endswith("] Unchanged since #1000, which already shows lines 1-41.")
+        assert read2.startswith(f"0\t[#1001 {notes} lines 1-40 of 40 sha ")
+        assert read2.endswith("] Unchanged since #1000, which already shows lines 1-40.")
         # A long command: capped, with the elision line naming the full result.
         assert seq.startswith("[#1002]\n1\n2\n")
         assert "lines elided, full output #1002]" in seq and seq.rstrip().endswith("1000")
@@ -110,7 +110,7 @@ def test_a_hooked_session_reaches_the_model_and_the_store(tmp_path: Path) -> Non
         texts = "\n".join(t for _, _, t in conversation(after))
         assert SUMMARY in texts
         assert "## Files read before this summary" in texts
-        assert f"| {notes} | 1-41 of 41 |" in texts and "| #1000 |" in texts
+        assert f"| {notes} | 1-40 of 40 |" in texts and "| #1000 |" in texts
         assert "toolu_0001_Read" not in json.dumps(after["messages"])  # compacted away
         conn = sqlite3.connect(p.store)
         (compactions,) = conn.execute(

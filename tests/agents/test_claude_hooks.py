@@ -1,0 +1,282 @@
+"""The hook engine on Claude Code's hook inputs (the shapes 2.1.328 sends, recorded from the real
+client), the hook client's promise never to print on failure, and what an import of a hooked
+transcript adds. Real store, real files, real processes; no Claude Code needed here."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ctxview.backend.agents import failures
+from ctxview.backend.agents.claude_hooks import HookEngine
+from ctxview.backend.agents.hook_client import default_store, stop
+from ctxview.backend.importers.runner import import_file
+from ctxview.backend.session import Session
+from ctxview.backend.store import Writer
+from ctxview.backend.store.paths import default_store_path
+
+SID = "5e55-1011"
+
+
+@pytest.fixture
+async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
+    eng = HookEngine(tmp_path / "store.db")
+    await eng.open()
+    (tmp_path / "proj").mkdir()
+    yield eng
+    await eng.close()
+
+
+def base(tmp_path: Path, **more: Any) -> dict[str, Any]:
+    return {"session_id": SID, "cwd": str(tmp_path / "proj"),
+            "transcript_path": str(tmp_path / "none.jsonl"), **more}  # fmt: skip
+
+
+def read_input(tmp_path: Path, path: Path, ref: str) -> dict[str, Any]:
+    content = path.read_text()
+    lines = content.split("\n")
+    return base(tmp_path, hook_event_name="PostToolUse", tool_name="Read", tool_use_id=ref,
+                tool_input={"file_path": str(path)},
+                tool_response={"type": "text", "file": {
+                    "filePath": str(path), "content": content, "numLines": len(lines),
+                    "startLine": 1, "totalLines": len(lines)}})  # fmt: skip
+
+
+def bash_input(tmp_path: Path, command: str, stdout: str, ref: str) -> dict[str, Any]:
+    return base(tmp_path, hook_event_name="PostToolUse", tool_name="Bash", tool_use_id=ref,
+                tool_input={"command": command, "description": "x"},
+                tool_response={"stdout": stdout, "stderr": "", "interrupted": False,
+                               "isImage": False, "noOutputExpected": False})  # fmt: skip
+
+
+def updated(out: dict[str, Any] | None) -> Any:
+    assert out is not None
+    return out["hookSpecificOutput"]["updatedToolOutput"]
+
+
+async def test_read_keeps_claude_codes_numbers_and_a_reread_is_the_stub(engine, tmp_path):
+    f = tmp_path / "proj" / "a.py"
+    f.write_text("x = 1\ny = 2\n")
+    first = updated(await engine.handle("PostToolUse", read_input(tmp_path, f, "t1")))
+    # Claude Code counts 3 lines (the empty one after the last newline); the rules count 2.
+    assert first["file"]["startLine"] == 0 and first["file"]["numLines"] == 3
+    head, rest = first["file"]["content"].split("\n", 1)
+    assert head.startswith(f"[#1000 {f} lines 1-2 of 2 sha ") and rest == "x = 1\ny = 2"
+    again = updated(await engine.handle("PostToolUse", read_input(tmp_path, f, "t2")))
+    assert again["file"]["numLines"] == 1 and again["file"]["startLine"] == 0
+    assert again["file"]["content"].endswith("] Unchanged since #1000, which already shows "
+                                             "lines 1-2.")  # fmt: skip
+    # The store keeps exactly what the model reads: Claude Code's rendering of those lines.
+    conn = sqlite3.connect(engine.store)
+    shown = dict(conn.execute("SELECT rid, shown FROM bodies").fetchall())
+    assert shown[0x1000] == f"0\t{head}\n1\tx = 1\n2\ty = 2"
+    f.write_text("x = 3\ny = 2\n")  # changed on disk: a full read again
+    third = updated(await engine.handle("PostToolUse", read_input(tmp_path, f, "t3")))
+    assert third["file"]["content"].startswith("[#1002 ") and "Unchanged" not in str(third)
+
+
+async def test_bash_is_capped_and_a_search_through_bash_is_the_same_result_stub(engine, tmp_path):
+    long = "\n".join(str(i) for i in range(1, 1001))
+    out = updated(await engine.handle("PostToolUse", bash_input(tmp_path, "seq 1 1000", long, "b1")))
+    assert out["stdout"].startswith("[#1000]\n1\n") and "lines elided, full output #1000]" in out[
+        "stdout"] and out["stderr"] == ""  # fmt: skip
+    grep = "a.py:1:x = 1"
+    one = updated(await engine.handle("PostToolUse", bash_input(tmp_path, "rg -n x", grep, "b2")))
+    two = updated(await engine.handle("PostToolUse", bash_input(tmp_path, "rg -n x", grep, "b3")))
+    assert one["stdout"] == f"[#1001]\n{grep}" and two["stdout"] == "[#1002] Same result as #1001."
+    # Not a search: the same command twice is two full results.
+    a = updated(await engine.handle("PostToolUse", bash_input(tmp_path, "date", "now", "b4")))
+    b = updated(await engine.handle("PostToolUse", bash_input(tmp_path, "date", "now", "b5")))
+    assert (a["stdout"], b["stdout"]) == ("[#1003]\nnow", "[#1004]\nnow")
+
+
+async def test_an_edit_answers_with_its_id_and_diff_as_context(engine, tmp_path):
+    f = tmp_path / "proj" / "a.py"
+    f.write_text("x = 2\n")
+    edit = base(tmp_path, hook_event_name="PostToolUse", tool_name="Edit", tool_use_id="e1",
+                tool_input={"file_path": str(f), "old_string": "x = 1", "new_string": "x = 2"},
+                tool_response={"filePath": str(f), "oldString": "x = 1", "newString": "x = 2",
+                               "originalFile": "x = 1\n", "structuredPatch": []})  # fmt: skip
+    out = await engine.handle("PostToolUse", edit)
+    assert out is not None
+    hso = out["hookSpecificOutput"]
+    assert "updatedToolOutput" not in hso  # Claude Code's own sentence stays
+    assert hso["additionalContext"].startswith(f"[#1000 {f} sha ")
+    assert "-x = 1" in hso["additionalContext"] and "+x = 2" in hso["additionalContext"]
+    g = tmp_path / "proj" / "new.txt"
+    g.write_text("hello\n")
+    write = base(tmp_path, hook_event_name="PostToolUse", tool_name="Write", tool_use_id="w1",
+                 tool_input={"file_path": str(g), "content": "hello\n"},
+                 tool_response={"type": "create", "filePath": str(g), "content": "hello\n"})
+    ctx = (await engine.handle("PostToolUse", write))["hookSpecificOutput"]["additionalContext"]
+    assert ctx.startswith(f"[#1001 {g} sha ") and "Created, 1 line." in ctx
+
+
+async def test_other_tools_are_generic_and_ctxviews_own_pass(engine, tmp_path):
+    text = base(tmp_path, hook_event_name="PostToolUse", tool_name="mcp__other__thing",
+                tool_use_id="m1", tool_input={}, tool_response="plain text")
+    assert updated(await engine.handle("PostToolUse", text)) == "[#1000]\nplain text"
+    blocks = base(tmp_path, hook_event_name="PostToolUse", tool_name="Agent", tool_use_id="a1",
+                  tool_input={"prompt": "p"},
+                  tool_response={"content": [{"type": "text", "text": "found it"}],
+                                 "totalDurationMs": 5})  # fmt: skip
+    out = updated(await engine.handle("PostToolUse", blocks))
+    assert out["content"] == [{"type": "text", "text": "[#1001]\nfound it"}]
+    assert out["totalDurationMs"] == 5
+    odd = base(tmp_path, hook_event_name="PostToolUse", tool_name="WebSearch", tool_use_id="w1",
+               tool_input={}, tool_response={"results": [1, 2]})  # fmt: skip
+    ctx = (await engine.handle("PostToolUse", odd))["hookSpecificOutput"]
+    assert ctx == {"hookEventName": "PostToolUse",
+                   "additionalContext": "[#1002] is the id of this WebSearch result."}
+    own = base(tmp_path, hook_event_name="PostToolUse", tool_name="mcp__ctxview__recall",
+               tool_use_id="r1", tool_input={"id": "#1000"}, tool_response="[#1003 recall …]")
+    assert await engine.handle("PostToolUse", own) is None
+
+
+async def test_another_writer_in_between_is_caught_up(engine, tmp_path):
+    """The MCP server (another process) recalls between two hooks: ids never collide, and what
+    it wrote counts for the rules (here: its read makes the hook's read a stub)."""
+    f = tmp_path / "proj" / "a.py"
+    f.write_text("x = 1\n")
+    await engine.handle("PostToolUse", bash_input(tmp_path, "true", "", "b1"))
+    async with await Writer.open(engine.store) as other:
+        session = await Session.resume(other, f"cc-{SID}")
+        recalled = await session.run("recall", {"id": "#1000"})
+        read = await session.run("read", {"path": str(f)})
+    assert recalled.startswith("[#1001 recall #1000") and read.startswith("[#1002 ")
+    out = updated(await engine.handle("PostToolUse", read_input(tmp_path, f, "t2")))
+    assert out["file"]["content"].startswith("[#1003 ")
+    assert "Unchanged since #1002" in out["file"]["content"]
+
+
+async def test_compaction_records_the_boundary_empties_the_table_and_sends_it(engine, tmp_path):
+    f = tmp_path / "proj" / "a.py"
+    f.write_text("x = 1\n")
+    await engine.handle("SessionStart", base(tmp_path, hook_event_name="SessionStart",
+                                             source="startup"))  # fmt: skip
+    await engine.handle("PostToolUse", read_input(tmp_path, f, "t1"))
+    await engine.handle("PreCompact", base(tmp_path, hook_event_name="PreCompact",
+                                           trigger="manual"))  # fmt: skip
+    out = await engine.handle("SessionStart", base(tmp_path, hook_event_name="SessionStart",
+                                                   source="compact"))  # fmt: skip
+    table = out["hookSpecificOutput"]["additionalContext"]
+    assert table.startswith("## Files read before this summary")
+    assert f"| {f} | 1-1 of 1 |" in table and table.endswith("| #1000 |")
+    again = updated(await engine.handle("PostToolUse", read_input(tmp_path, f, "t2")))
+    assert "Unchanged" not in again["file"]["content"]  # the dedupe table was emptied
+    conn = sqlite3.connect(engine.store)
+    kinds = [r[0] for r in conn.execute("SELECT kind FROM events ORDER BY seq")]
+    assert kinds.count("compaction") == 1
+
+
+async def test_a_sub_agents_tools_go_to_its_own_session(engine, tmp_path):
+    out = await engine.handle("PostToolUse", {**bash_input(tmp_path, "ls", "a.py", "s1"),
+                                              "agent_id": "ag1"})  # fmt: skip
+    assert updated(out)["stdout"] == "[#1000]\na.py"
+    conn = sqlite3.connect(engine.store)
+    row = conn.execute("SELECT id, parent_session FROM sessions").fetchone()
+    assert row == ("cc-ag1", f"cc-{SID}")
+
+
+async def test_an_import_of_a_hooked_transcript_adds_messages_never_results(engine, tmp_path):
+    """Here the hook did not import the transcript itself (it was not there yet): a later
+    import lands in the same session and adds the messages and usage only."""
+    transcript = tmp_path / "t.jsonl"
+    payload = {**bash_input(tmp_path, "ls", "a.py", "toolu_1"), "transcript_path": str(transcript)}
+    shown = updated(await engine.handle("PostToolUse", payload))["stdout"]
+    ts = "2026-12-01T07:00:0{}Z"
+    common = {"sessionId": SID, "cwd": str(tmp_path / "proj"), "isSidechain": False}
+    records = [
+        {**common, "type": "user", "uuid": "u1", "timestamp": ts.format(1),
+         "message": {"role": "user", "content": "list files"}},
+        {**common, "type": "assistant", "uuid": "u2", "timestamp": ts.format(2),
+         "message": {"id": "msg_1", "role": "assistant", "model": "m", "content": [
+             {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}],
+             "usage": {"input_tokens": 10, "output_tokens": 3}}},
+        {**common, "type": "user", "uuid": "u3", "timestamp": ts.format(3),
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "toolu_1", "content": shown}]},
+         "toolUseResult": {"stdout": shown, "stderr": ""}},
+        {**common, "type": "assistant", "uuid": "u4", "timestamp": ts.format(4),
+         "message": {"id": "msg_2", "role": "assistant", "model": "m",
+                     "content": [{"type": "text", "text": "There is a.py."}],
+                     "usage": {"input_tokens": 20, "output_tokens": 5}}},
+    ]  # fmt: skip
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
+    await import_file(engine.writer, transcript)
+    await engine.writer.flush()
+    conn = sqlite3.connect(engine.store)
+    assert conn.execute("SELECT id FROM sessions").fetchall() == [(f"cc-{SID}",)]
+    rows = conn.execute("SELECT kind, role, rid, text FROM events ORDER BY seq").fetchall()
+    assert [r[2] for r in rows if r[0] == "result"] == [0x1000]
+    assert ("message", "assistant", None, "There is a.py.") in rows
+    assert ("message", "user", None, "list files") in rows
+
+
+def test_the_hook_clients_store_path_is_the_stores(tmp_path: Path, monkeypatch) -> None:
+    for env in ({"CTXVIEW_STORE": str(tmp_path / "s.db")}, {"XDG_STATE_HOME": str(tmp_path)}, {}):
+        for k in ("CTXVIEW_STORE", "XDG_STATE_HOME"):
+            monkeypatch.delenv(k, raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        assert default_store() == default_store_path()
+
+
+def _client(store: Path, stdin: bytes, **env: str) -> tuple[subprocess.CompletedProcess[bytes],
+                                                             float]:  # fmt: skip
+    t = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxview.backend.agents.hook_client", "post-tool-use",
+         "--store", str(store)], input=stdin, capture_output=True, timeout=30,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    return done, time.monotonic() - t
+
+
+def test_the_client_prints_nothing_on_failure_and_records_it(tmp_path: Path) -> None:
+    store = tmp_path / "state" / "store.db"
+    try:
+        done, _ = _client(store, b"not json")
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        assert "JSONDecodeError" in failures.read(store)[-1]["error"]
+        payload = json.dumps(bash_input(tmp_path, "ls", "a", "x1")).encode()
+        done, _ = _client(store, payload, CTXVIEW_HOOK_FAIL="1")
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        assert failures.read(store)[-1]["tool_name"] == "Bash"
+        # The store is a file that is not a store: the engine fails, the hook prints nothing.
+        store.write_text("not a database, clearly " * 100)
+        done, took = _client(store, payload)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        assert took < 2.5 and len(failures.read(store)) >= 3
+    finally:
+        stop(store)
+
+
+def test_a_locked_store_costs_at_most_the_budget(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    (tmp_path / "proj").mkdir()
+    payload = json.dumps(bash_input(tmp_path, "ls", "a", "x1")).encode()
+    try:
+        done, _ = _client(store, payload)  # starts the engine and the session
+        assert json.loads(done.stdout)["hookSpecificOutput"]["updatedToolOutput"]["stdout"] == (
+            "[#1000]\na")  # fmt: skip
+        lock = sqlite3.connect(store, isolation_level=None)
+        lock.execute("BEGIN EXCLUSIVE")
+        try:
+            done, took = _client(store, payload.replace(b"x1", b"x2"))
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        assert (done.returncode, done.stdout) == (0, b"") and took < 2.3
+        assert "locked" in failures.read(store)[-1]["error"]
+        done, _ = _client(store, payload.replace(b"x1", b"x3"))  # and it recovers
+        assert b"[#1001]" in done.stdout
+    finally:
+        stop(store)
