@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("import_", "import Claude Code and Codex transcripts through the rules"),
     "follow": ("follow", "follow a transcript that is still being written"),
     "stats": ("stats", "what hygiene saved, per session and in total"),
+    "search": ("search", "find messages, calls, thinking, summaries and results"),
     "export": ("export", "a session as one HTML file, Markdown or JSON, secrets redacted"),
     "hook": ("hook", "answer a Claude Code hook event (run by Claude Code; see install)"),
     "install": ("install", "set up Claude Code or Codex to run through ctxview"),

@@ -141,6 +141,7 @@ class SessionsScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload", show=False),
+        Binding("slash", "search", "Search all"),
     ]
 
     DEFAULT_CSS = """
@@ -187,6 +188,12 @@ class SessionsScreen(Screen[None]):
 
     def action_reload(self) -> None:
         self.reload()
+
+    def action_search(self) -> None:
+        """Search every session (messages, calls, thinking, summaries, results)."""
+        from .search import SearchScreen
+
+        self.app.push_screen(SearchScreen())
 
     def reload(self) -> None:
         """Ask for a reload. Bursts collapse into one; a reload under way is never cancelled (a
