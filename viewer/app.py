@@ -6,7 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ctxview.backend.store import Reader
+from ctxview.backend.store import Reader, StoreError
+from ctxview.backend.store.connect import identity
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.command import Provider
@@ -53,6 +54,8 @@ class CtxviewApp(App[None]):
         self.watch_store = watch
         self.reader: Reader = None  # type: ignore[assignment]  # opened in on_mount
         self.watcher: StoreWatcher | None = None
+        self._following = False  # a look at a new file at the store's path is under way
+        self._told: object = None  # what the last notice about the store's file was about
         self._register_themes()
 
     # Themes (V2's themes/ package; the app works without it).
@@ -88,7 +91,8 @@ class CtxviewApp(App[None]):
     async def on_mount(self) -> None:
         self.reader = await Reader.open(self.store_path)
         if self.watch_store:
-            self.watcher = StoreWatcher(self.store_path, self.reader, self.store_changed)
+            self.watcher = StoreWatcher(self.store_path, self.reader, self.store_changed,
+                                        moved=self.store_moved)  # fmt: skip
             self.watcher.start()
         await self.push_screen(self.first_screen())
 
@@ -114,6 +118,64 @@ class CtxviewApp(App[None]):
         """Called by the watcher; every screen on the stack hears of it."""
         for screen in self.screen_stack:
             screen.post_message(StoreChanged())
+
+    # The store's file deleted, replaced or renamed over (the watcher looks)
+
+    def store_moved(self) -> None:
+        if not self._following:
+            self._following = True
+            self.run_worker(self._follow_store(), group="ctxview-follow", exit_on_error=False)
+
+    async def _follow_store(self) -> None:
+        """Say what happened to the file and open the new one when there is one. What was read
+        stays on screen until then (the old file stays readable while it is open)."""
+        try:
+            now = identity(self.store_path)
+            if now == self.reader.identity:
+                return
+            if now is None:
+                self._tell(("gone", self.reader.identity), f"The store {self.store_path} was "
+                           f"deleted or moved away; a new store there will be opened when one "
+                           f"appears.")  # fmt: skip
+                return
+            try:
+                reader = await Reader.open(self.store_path)
+            except StoreError as exc:
+                # A writer makes a new store empty first: tell only when it stays unreadable.
+                if self._told != ("trying", now):
+                    self._told = ("trying", now)
+                    return
+                self._tell(("bad", now), f"The store {self.store_path} was replaced by a file "
+                           f"ctxview cannot read: {str(exc).rstrip('.')}.")  # fmt: skip
+                return
+            old, self.reader = self.reader, reader
+            if self.watcher is not None:
+                self.watcher.reader = reader
+            await self._show_new_store()
+            await old.close()
+            self._tell(("new", now), f"The store {self.store_path} was replaced; the view now "
+                       f"shows the new file.", severity="information")  # fmt: skip
+        finally:
+            self._following = False
+
+    def _tell(self, about: object, text: str, severity: str = "warning") -> None:
+        if about != self._told:
+            self._told = about
+            self.notify(text, title="Store", severity=severity, timeout=10,  # type: ignore[arg-type]
+                        markup=False)  # fmt: skip
+
+    async def _show_new_store(self) -> None:
+        """Start over on the new file: the session shown before when it has one, else the list."""
+        from .screens.transcript import TranscriptScreen
+
+        shown = [s.session_id for s in self.screen_stack if isinstance(s, TranscriptScreen)]
+        keep = shown[0] if shown and shown[0] else None
+        if keep is not None and await self.reader.session(keep) is None:
+            keep = None
+        while len(self.screen_stack) > 1:
+            await self.pop_screen()
+        self.start_session, self.start_jump = keep, None
+        await self.push_screen(self.first_screen())
 
     # Navigation
 

@@ -4,6 +4,10 @@ watchfiles on the store's folder (not recursive) with a small `step`: in WAL mod
 up as a change of `store.db-wal` (a checkpoint changes `store.db`; `-shm` is never reported, so
 it is ignored). A slow `PRAGMA data_version` poll on the reader's own connection is the backstop
 for file systems where notification is missed (polling mode, network disks).
+
+The watcher also tells when the file at the store's path is no longer the one the reader has
+open (deleted, moved away, replaced, renamed over: its device and inode changed); the app then
+says so and follows the new file. Each change notification and each poll looks, with one stat.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ctxview.backend.store import Reader
+from ctxview.backend.store.connect import identity
 from watchfiles import Change, awatch
 
 STEP_MS = 16
@@ -35,11 +40,17 @@ class StoreWatcher:
     """Calls `notify()` soon after anything is committed to the store by another connection."""
 
     def __init__(
-        self, store: Path, reader: Reader, notify: Callable[[], None], poll: float = POLL_SECONDS
+        self,
+        store: Path,
+        reader: Reader,
+        notify: Callable[[], None],
+        poll: float = POLL_SECONDS,
+        moved: Callable[[], None] | None = None,
     ) -> None:
         self.store = Path(store).resolve()
-        self.reader = reader
+        self.reader = reader  # the app puts the new one here when it follows a new file
         self.notify = notify
+        self.moved = moved
         self.poll_seconds = poll
         self._stop = asyncio.Event()
         self._version: int | None = None
@@ -60,26 +71,48 @@ class StoreWatcher:
                 await task
         self._tasks = []
 
+    def look(self) -> bool:
+        """Tell `moved` when the file at the path is not the one the reader has open."""
+        if self.moved is None or identity(self.store) == self.reader.identity:
+            return False
+        self.moved()
+        return True
+
     async def _watch(self) -> None:
-        async for _changes in awatch(
-            self.store.parent,
-            watch_filter=store_filter(self.store),
-            step=STEP_MS,
-            debounce=DEBOUNCE_MS,
-            recursive=False,
-            stop_event=self._stop,
-            rust_timeout=1000,
-            yield_on_timeout=False,
-        ):
-            self.notify()
+        while not self._stop.is_set():
+            if not self.store.parent.is_dir():  # the folder went too: the poll looks meanwhile
+                await asyncio.sleep(self.poll_seconds)
+                continue
+            try:
+                async for _changes in awatch(
+                    self.store.parent,
+                    watch_filter=store_filter(self.store),
+                    step=STEP_MS,
+                    debounce=DEBOUNCE_MS,
+                    recursive=False,
+                    stop_event=self._stop,
+                    rust_timeout=1000,
+                    yield_on_timeout=False,
+                ):
+                    if not self.look():
+                        self.notify()
+            except (OSError, RuntimeError):
+                pass  # the folder was removed under the watch
+            if not self._stop.is_set():
+                await asyncio.sleep(self.poll_seconds)
 
     async def _poll(self) -> None:
         while not self._stop.is_set():
-            try:
-                version = await self.reader.data_version()
-            except Exception:  # the reader closed under us while the app stops
-                return
-            if self._version is not None and version != self._version:
-                self.notify()
-            self._version = version
+            if self.look():
+                self._version = None  # a new reader: its data_version starts afresh
+            else:
+                reader = self.reader
+                try:
+                    version = await reader.data_version()
+                except Exception:  # the reader was closed under us: the app stops, or follows
+                    version = None
+                if reader is self.reader:
+                    if None not in (self._version, version) and version != self._version:
+                        self.notify()
+                    self._version = version
             await asyncio.sleep(self.poll_seconds)

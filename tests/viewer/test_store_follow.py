@@ -1,0 +1,109 @@
+"""The viewer notices that its store's file was replaced, renamed over or deleted: it says so and
+follows the new file (real files, real renames, the real app under Textual's Pilot)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ctxview.backend.store import Writer
+from ctxview.backend.store.connect import identity
+from ctxview.backend.store.records import Event
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.sessions import SessionsScreen
+from ctxview.viewer.screens.transcript import TranscriptScreen
+from textual.pilot import Pilot
+
+
+async def make_store(path: Path, session: str, title: str, texts: list[str]) -> None:
+    async with await Writer.open(path) as writer:
+        await writer.create_session(session, title=title, next_rid=0x1000, started=1_000.0)
+        await writer.append(session, [Event(ts=1.0, kind="message", role="user", text=t)
+                                      for t in texts])  # fmt: skip
+
+
+async def until(pilot: Pilot, check, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {check}"
+        await pilot.pause(0.05)
+
+
+def notices(app: CtxviewApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def listed(app: CtxviewApp) -> list[str]:
+    screen = app.screen
+    return list(screen.session_ids) if isinstance(screen, SessionsScreen) else []
+
+
+async def test_renamed_over_then_deleted_then_made_again(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    await make_store(store, "alpha", "first store", ["hello"])
+    other = tmp_path / "other.db"
+    await make_store(other, "beta", "second store", ["hi"])
+    app = CtxviewApp(store)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: listed(app) == ["alpha"])
+        first = app.reader
+
+        # Renamed over: `mv other.db store.db`.
+        os.replace(other, store)
+        await until(pilot, lambda: listed(app) == ["beta"])
+        assert app.reader is not first and app.reader.identity == identity(store)
+        replaced = f"The store {store} was replaced; the view now shows the new file."
+        await until(pilot, lambda: replaced in notices(app))
+
+        # Deleted: said once; what was read stays.
+        for name in ("store.db", "store.db-wal", "store.db-shm"):
+            (tmp_path / name).unlink(missing_ok=True)
+        gone = (f"The store {store} was deleted or moved away; a new store there will be "
+                f"opened when one appears.")  # fmt: skip
+        await until(pilot, lambda: gone in notices(app))
+        assert listed(app) == ["beta"]
+        await pilot.pause(1.5)  # more looks: nothing more to say
+        assert notices(app).count(gone) == 1
+
+        # A new store made at the path (a writer makes it empty first): followed.
+        await make_store(store, "gamma", "third store", ["hey"])
+        await until(pilot, lambda: listed(app) == ["gamma"])
+        assert not any("cannot read" in n for n in notices(app))
+
+        # And it still follows commits to the new file.
+        async with await Writer.open(store) as writer:
+            await writer.create_session("delta", title="fourth", next_rid=0x1000, started=2_000.0)
+        await until(pilot, lambda: listed(app) == ["delta", "gamma"])
+
+
+async def test_a_replaced_store_reopens_the_session_shown(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    await make_store(store, "s", "before", ["old text"])
+    new = tmp_path / "new.db"
+    await make_store(new, "s", "after", ["new text", "more new text"])
+    app = CtxviewApp(store, session="s")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
+                    and "before" in app.screen.title_text)  # fmt: skip
+        os.replace(new, store)
+        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
+                    and "after" in app.screen.title_text)  # fmt: skip
+        assert len(app.screen_stack) == 2
+
+
+async def test_a_file_that_is_not_a_store_is_told_once(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    await make_store(store, "alpha", "first store", ["hello"])
+    app = CtxviewApp(store)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: listed(app) == ["alpha"])
+        junk = tmp_path / "junk"
+        junk.write_bytes(b"not a database at all, just some text\n" * 200)
+        os.replace(junk, store)
+        said = (f"The store {store} was replaced by a file ctxview cannot read: {store} is not "
+                f"an SQLite database, so it is not a ctxview store.")  # fmt: skip
+        await until(pilot, lambda: said in notices(app))
+        await pilot.pause(1.5)
+        assert notices(app).count(said) == 1
+        assert listed(app) == ["alpha"], "what was read stays on screen"
