@@ -4,8 +4,13 @@ list, the sessions), each a hit that jumps there."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from ctxview.backend.config import Config
@@ -20,6 +25,36 @@ from .messages import Jump, OpenResult, OpenSession
 # ones are still found: an id exactly, a path through its facet).
 RECENT = 500
 DISCOVER = 12
+EXPORT = "Export session"
+EXPORT_HELP = "one self-contained HTML file, secrets redacted"
+
+
+def export_path(session_id: str) -> Path:
+    """Where the palette's export goes: $CTXVIEW_EXPORT_DIR, else the current folder."""
+    folder = Path(os.environ.get("CTXVIEW_EXPORT_DIR") or Path.cwd())
+    return folder / (re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120] + ".html")
+
+
+def run_export(app: Any, store: Path, session_id: str) -> None:
+    """In a thread worker: `ctxview export` as its own process (the viewer imports none of the
+    export code), then a notification that says where the file went, or why there is none."""
+    out = export_path(session_id)
+    cmd = [sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), "export",
+           session_id, "-o", str(out)]  # fmt: skip
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        app.call_from_thread(app.notify, f"The export could not run: {exc}.", title=EXPORT,
+                             severity="error", markup=False)  # fmt: skip
+        return
+    if done.returncode == 0:
+        said = done.stdout.strip().removeprefix("Wrote ")
+        app.call_from_thread(app.notify, f"Exported to {said}", title=EXPORT, timeout=15,
+                             markup=False)  # fmt: skip
+    else:
+        why = done.stderr.strip().splitlines()[-1:] or ["it failed"]
+        app.call_from_thread(app.notify, why[0].removeprefix("ctxview: "), title=EXPORT,
+                             severity="error", markup=False)  # fmt: skip
 
 
 def scaled(score: float, low: float, high: float) -> float:
@@ -101,6 +136,13 @@ class IdsProvider(Provider):
     def _open_session(self, session_id: str) -> None:
         self.app.post_message(OpenSession(session_id))
 
+    def _export(self) -> None:
+        assert self.session_id is not None
+        store = Path(getattr(self.app, "store_path", ""))
+        self.app.notify(f"Exporting {self.session_id} to HTML…", title=EXPORT, markup=False)
+        self.app.run_worker(partial(run_export, self.app, store, self.session_id), thread=True,
+                            group="export", name="export")  # fmt: skip
+
     # Finding
 
     async def search(self, query: str) -> Hits:
@@ -109,6 +151,9 @@ class IdsProvider(Provider):
                 yield hit
             return
         matcher = self.matcher(query)
+        if (score := matcher.match(EXPORT)) > 0:
+            yield Hit(scaled(score, 0.3, 0.95), matcher.highlight(EXPORT), self._export,
+                      text=EXPORT, help=EXPORT_HELP)  # fmt: skip
         rid = parse_id(query) if query.strip() else None
         if rid is not None and (found := await self.reader.result(self.session_id, rid)):
             ref = self.ref(rid)
@@ -138,6 +183,7 @@ class IdsProvider(Provider):
             for hit in self._session_hits(""):
                 yield hit
             return
+        yield DiscoveryHit(Content(EXPORT), self._export, text=EXPORT, help=EXPORT_HELP)
         for tool, count, newest in self.tools[:DISCOVER]:
             yield DiscoveryHit(Content(f"tool {tool}"), partial(self._jump, newest),
                                text=f"tool {tool}", help=f"{count} results, the newest "
