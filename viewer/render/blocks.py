@@ -16,8 +16,10 @@ from rich.text import Text
 from .diff import diff_lines
 from .highlight import highlight_lines
 from .links import EpochOf, link_style, linkify
+from .markdown import render_markdown
 from .outline import EDIT_KINDS, Block
 from .palette import Palette
+from .tool_forms import CallForm, call_form
 
 FOLD_RESULT = 8  # body lines a folded result shows
 FOLD_MESSAGE = 20
@@ -26,9 +28,13 @@ MIDDLE_MAX = 2000  # lines of an opened elision shown in place
 OPEN_MAX = 2000  # lines of an opened block; the result view shows all of them
 MAX_LINE = 4000  # characters of one line in the transcript
 ELISION = re.compile(r"^\[(\d+) lines elided, full output (#[0-9a-f]+)\]$")
+# The importers' stand-in for an image block: `[image image/png, 1046384 bytes base64]`.
+IMAGE = re.compile(r"^\s*\[image ([\w.+/-]+), (\d+) bytes base64\]\s*$")
 READ_LINE = re.compile(r"^(\d+): ")
 
 FOLD_META = Style(meta={"act": "fold"})
+DETAIL_META = Style(meta={"act": "detail"})
+AGENT_META = Style(meta={"act": "agent"})
 ELISION_META = Style(meta={"act": "elision"})
 STUB_META = Style(meta={"act": "stub"})
 NOTE = Style(italic=True)  # with the palette's dim: "(not in context since …)" marks
@@ -104,15 +110,11 @@ def needs(block: Block, stored_mode: bool) -> tuple[bool, bool]:
 
 def render_block(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list[Text]:
     if block.kind == "message":
-        return _message(block, data, ctx)
+        return _marked(_message(block, data, ctx, width), ctx)
     if block.kind == "tool":
-        lines = _tool(block, data, ctx)
-        if ctx.words:
-            for line in lines[1:]:
-                line.highlight_words(ctx.words, ctx.palette.hit, case_sensitive=False)
-        return lines
+        return _marked(_tool(block, data, ctx, width), ctx)
     if block.kind == "boundary":
-        return _boundary(block, data, ctx, width)
+        return _marked(_boundary(block, data, ctx, width), ctx)
     if block.kind == "end":
         return [Text("■ the session ended", ctx.palette.dim, end=""), Text(end="")]
     ev = data.first
@@ -122,6 +124,32 @@ def render_block(block: Block, data: BlockData, ctx: RenderContext, width: int) 
     what = (ev.text or ev.tool or "") if ev else ""
     kind = ev.kind if ev else block.role
     return [plain(f"‹{kind}› {what}"[:500], ctx.palette.dim), Text(end="")]
+
+
+def _marked(lines: list[Text], ctx: RenderContext) -> list[Text]:
+    """The search's words marked in every line but the block's head."""
+    if ctx.words:
+        for line in lines[1:]:
+            line.highlight_words(ctx.words, ctx.palette.hit, case_sensitive=False)
+    return lines
+
+
+def image_line(line: str, p: Palette) -> Text | None:
+    """An image's stand-in as a placeholder with its type and size; None for any other line."""
+    m = IMAGE.match(line)
+    if m is None:
+        return None
+    size = int(m.group(2)) * 3 // 4  # base64 is 4 characters per 3 bytes
+    t = styled("▣ image", p.tool)
+    t.append(f"  {m.group(1)} · {_human_bytes(size)}", p.dim)
+    return t
+
+
+def _human_bytes(n: int) -> str:
+    for unit, size in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def _note(ev: Event, ctx: RenderContext) -> Text | None:
@@ -200,25 +228,62 @@ def _fold(
 # Messages
 
 
-def _message(block: Block, data: BlockData, ctx: RenderContext) -> list[Text]:
+def _message(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list[Text]:
     p = ctx.palette
     ev = data.first
     role = (ev.role if ev else block.role) or "message"
+    extra = ev.extra if ev and ev.data else {}
+    if not isinstance(extra, dict):
+        extra = {}
+    text = ev.text if ev and ev.text is not None else ""
+    thinking = extra.get("thinking") if isinstance(extra.get("thinking"), str) else ""
+    images = extra.get("images") if isinstance(extra.get("images"), int) else 0
+    if role == "assistant" and not text.strip() and not thinking.strip() and not images:
+        return []  # a turn of tool calls only: its calls follow, an empty header says nothing
     style = {"user": p.user, "assistant": p.assistant}.get(role, p.dim + Style(bold=True))
     head = styled(f"● {role}", style)
-    extra = ev.extra if ev and ev.data else {}
-    usage = extra.get("usage") if isinstance(extra, dict) else None
+    usage = extra.get("usage")
     if isinstance(usage, dict):
         parts = [f"{k.removesuffix('_tokens').replace('_', ' ')} {v:,}" for k, v in usage.items()
                  if isinstance(v, int)]  # fmt: skip
         if parts:
             head.append("   " + " · ".join(parts), p.dim)
-    if isinstance(extra, dict) and extra.get("thinking"):
-        head.append("   ✻ thought first", p.dim)
-    text = ev.text if ev and ev.text is not None else ""
-    raw, total = _split(text, _limit(block, FOLD_MESSAGE))
-    lines = [linkify(plain(line), ctx.epoch_of, block.epoch, p) for line in raw]
-    return [head, *_fold(lines, total, block, FOLD_MESSAGE, ctx), Text(end="")]
+    out = [head]
+    if thinking.strip():
+        out.extend(_thinking(block, thinking, ctx, width))
+    for _ in range(images):
+        out.append(styled("▣ image", p.tool) + Text("  attached to this message", p.dim))
+    if not text.strip():
+        return [*out, Text(end="")]
+    if ctx.raw or role not in ("user", "assistant"):
+        raw, total = _split(text, _limit(block, FOLD_MESSAGE))
+        lines = [image_line(line, p) or plain(line) for line in raw]
+    else:
+        lines = [image_line(t.plain, p) or t for t in render_markdown(text, p, width)]
+        total = len(lines)
+        lines = lines[: _limit(block, FOLD_MESSAGE)]
+    lines = [linkify(line, ctx.epoch_of, block.epoch, p) for line in lines]
+    return [*out, *_fold(lines, total, block, FOLD_MESSAGE, ctx), Text(end="")]
+
+
+def _thinking(block: Block, thinking: str, ctx: RenderContext, width: int) -> list[Text]:
+    """The model's thinking, folded to one line; opened in place (t, or a click)."""
+    p = ctx.palette
+    n = thinking.count("\n") + 1
+    if not block.detail_open:
+        t = styled("✻ thinking", p.dim + Style(italic=True) + DETAIL_META)
+        t.append(f" · {n:,} line{'s' * (n != 1)}  (t opens)", p.dim + DETAIL_META)
+        return [t]
+    out = [styled("✻ thinking  (t folds)", p.dim + Style(italic=True) + DETAIL_META)]
+    body = thinking.split("\n") if ctx.raw else [t.plain for t in
+                                                   render_markdown(thinking, p, width - 2)]
+    for line in body[:OPEN_MAX]:
+        t = styled("┆ ", p.dim)
+        t.append(line, p.dim + Style(italic=True))
+        out.append(t)
+    if len(body) > OPEN_MAX:
+        out.append(styled(f"┆ … {len(body) - OPEN_MAX:,} more lines", p.fold))
+    return out
 
 
 # Calls and results
@@ -265,12 +330,16 @@ def args_summary(tool: str, args: dict[str, Any]) -> str:
     return first_line(json.dumps(args, ensure_ascii=False, sort_keys=True), 200)
 
 
-def _call_line(block: Block, data: BlockData, ctx: RenderContext) -> Text:
+def _call_lines(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list[Text]:
+    """The call: its line, then its form (a checklist, a question) and its folded detail."""
     p = ctx.palette
     tool = block.tool or (data.first.tool if data.first else None) or "tool"
+    args = _args(data.first)
+    form = call_form(tool, args, p, width - 2) if data.first is not None else None
     line = styled(f"▸ {tool} ", p.tool)
-    line.append_text(linkify(plain(args_summary(tool, _args(data.first))), ctx.epoch_of,
-                             block.epoch, p))  # fmt: skip
+    summary = form.summary if form is not None and form.summary is not None else None
+    line.append_text(linkify(plain(summary if summary is not None else args_summary(tool, args)),
+                             ctx.epoch_of, block.epoch, p))  # fmt: skip
     res = data.result
     if res is not None and block.rkind in EDIT_KINDS:
         extra = res.extra
@@ -280,7 +349,47 @@ def _call_line(block: Block, data: BlockData, ctx: RenderContext) -> Text:
             line.append(f"+{added}", p.add)
             line.append(" ")
             line.append(f"−{removed}", p.remove)
-    return line
+    out = [line]
+    if form is not None:
+        out.extend(form.lines)
+        out.extend(_detail(block, form, ctx))
+    child = ctx.extra.get("agents", {}).get(block.call_ref) if block.call_ref else None
+    if child is not None:
+        _sid, title, results = child
+        t = styled("  ↳ sub-agent ", p.tool + AGENT_META)
+        t.append(f"{title} · {results:,} result{'s' * (results != 1)}", AGENT_META)
+        t.append("  (enter opens it)", p.dim + AGENT_META)
+        out.append(t)
+    return out
+
+
+def _detail(block: Block, form: CallForm, ctx: RenderContext) -> list[Text]:
+    """A call's prompt, content or input: folded to one line (or its first lines), opened in
+    place with t or a click."""
+    p = ctx.palette
+    lines = form.detail
+    if not lines:
+        return []
+    n = len(lines)
+    shown = lines[: OPEN_MAX] if block.detail_open else lines[: form.detail_fold]
+    out = []
+    for line in shown:
+        t = styled("  ┆ ", p.dim)
+        t.append_text(line)
+        out.append(t)
+    if block.detail_open and n > OPEN_MAX:
+        out.append(styled(f"  ┆ … {n - OPEN_MAX:,} more lines", p.fold))
+    if block.detail_open:
+        if n > form.detail_fold:
+            out.append(styled(f"  ┆ ({form.detail_name}: t folds)", p.dim + DETAIL_META))
+        return out
+    if n <= form.detail_fold + 1:
+        return [*out, *(styled("  ┆ ", p.dim) + x for x in lines[len(shown) :])]
+    rest = n - len(shown)
+    t = styled(f"  ┆ {form.detail_name}", p.fold + DETAIL_META)
+    more = " more" if shown else ""
+    t.append(f" · {rest:,}{more} line{'s' * (rest != 1)}  (t opens)", p.dim + DETAIL_META)
+    return [*out, t]
 
 
 def _bracket_style(block: Block, p: Palette) -> Style:
@@ -293,9 +402,9 @@ def _bracket_style(block: Block, p: Palette) -> Style:
     return p.bracket
 
 
-def _tool(block: Block, data: BlockData, ctx: RenderContext) -> list[Text]:
+def _tool(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list[Text]:
     p = ctx.palette
-    out = [_call_line(block, data, ctx)]
+    out = _call_lines(block, data, ctx, width)
     if block.rseq is None:
         return [*out, Text("  … running", p.dim, end=""), Text(end="")]
     shown = data.shown or ""
@@ -335,7 +444,7 @@ def _body(block: Block, data: BlockData, lines: list[str], ctx: RenderContext) -
     elif block.rkind == "error":
         coloured = [plain(line, p.error) for line in visible]
     else:
-        coloured = [plain(line) for line in visible]
+        coloured = [image_line(line, p) or plain(line) for line in visible]
     out: list[Text] = []
     for i, text in enumerate(coloured):
         match = ELISION.match(lines[i]) if i < len(lines) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from pygments.lexer import Lexer
-from pygments.lexers import get_lexer_for_filename
+from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.util import ClassNotFound
 from rich.style import Style
 from rich.syntax import PygmentsSyntaxTheme
@@ -19,6 +19,16 @@ def lexer_for(path: str | None) -> Lexer | None:
         return None
     try:
         lexer = get_lexer_for_filename(path.rsplit("/", 1)[-1], stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+    return None if lexer.name == "Text only" else lexer
+
+
+@lru_cache(maxsize=128)
+def lexer_for_language(language: str) -> Lexer | None:
+    """The lexer for a code fence's language (`py`, `typescript`, `sh`), None when unknown."""
+    try:
+        lexer = get_lexer_by_name(language.lower(), stripnl=False, ensurenl=False)
     except ClassNotFound:
         return None
     return None if lexer.name == "Text only" else lexer
@@ -44,6 +54,18 @@ def highlight_lines(lines: list[str], path: str | None, style: str) -> list[Text
     lexer = lexer_for(path)
     if lexer is None:
         return None
+    return _highlight(lines, lexer, style)
+
+
+def highlight_code(lines: list[str], language: str, style: str) -> list[Text] | None:
+    """The lines coloured as code in `language` (a fence's info); None when it is unknown."""
+    lexer = lexer_for_language(language) if language else None
+    if lexer is None:
+        return None
+    return _highlight(lines, lexer, style)
+
+
+def _highlight(lines: list[str], lexer: Lexer, style: str) -> list[Text]:
     code = "\n".join(lines)
     out: list[Text] = [Text(end="")]
     for token, value in lexer.get_tokens(code):

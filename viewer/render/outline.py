@@ -53,6 +53,7 @@ class Block:
     # What the person opened; bumping `version` drops the block's cached lines.
     open: bool = False
     elision_open: bool = False
+    detail_open: bool = False  # a message's thinking, a call's prompt, content or input
     version: int = 0
 
     @property

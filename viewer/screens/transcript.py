@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from ctxview.backend.rules.ids import format_id, parse_id
 from ctxview.backend.store import StoreError
+from ctxview.backend.store.search import Hit
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -14,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..messages import StoreChanged
+from ..messages import OpenSession, StoreChanged
 from ..widgets.prompt import PromptBar
 from ..widgets.transcript_view import TranscriptView
 
@@ -45,8 +46,12 @@ class TranscriptScreen(Screen[None]):
         ),
     ]
 
-    def __init__(self, session_id: str | None, jump: str | int | None = None) -> None:
+    def __init__(self, session_id: str | None, jump: str | int | None = None,
+                 search: tuple[str, int] | None = None) -> None:  # fmt: skip
+        """`search`: (query, seq) from a search across sessions: search this session for the
+        query and land on the hit at event `seq`."""
         super().__init__()
+        self.pending_search = search
         self.session_id = session_id or ""
         self.pending_jump: int | None = (
             jump if isinstance(jump, int) else parse_id(jump) if jump else None
@@ -54,7 +59,8 @@ class TranscriptScreen(Screen[None]):
         # The jump history as event seqs (a far jump replaces the loaded blocks).
         self.jump_back: list[int] = []
         self.jump_forward: list[int] = []
-        self.hits: list[int] = []
+        self.hits: list[Hit] = []
+        self.hits_more = False  # more hits than the query's limit
         self.hit = -1
         self.search_query = ""
         self.title_text = ""
@@ -90,6 +96,12 @@ class TranscriptScreen(Screen[None]):
     @work(group="outline")
     async def load_view(self) -> None:
         around = None
+        if self.pending_search is not None:
+            query, around = self.pending_search
+            self.pending_search = None
+            await self.view.load(around=around)
+            await self.search(query, at_seq=around)
+            return
         if self.pending_jump is not None:  # `--jump ID`: the rows around it first
             ev = await self.app.reader.result(self.session_id, self.pending_jump)  # type: ignore[attr-defined]
             if ev is not None and ev.seq is not None:
@@ -173,7 +185,8 @@ class TranscriptScreen(Screen[None]):
             n = len(view.outline.boundaries)
             parts.append(f"{n} compaction{'s' if n != 1 else ''}")
         if self.hits:
-            parts.append(f"hit {self.hit + 1}/{len(self.hits)} for {self.search_query!r}")
+            more = "+" if self.hits_more else ""
+            parts.append(f"hit {self.hit + 1}/{len(self.hits):,}{more} for {self.search_query!r}")
         elif self.search_query:
             parts.append(f"no hits for {self.search_query!r}")
         if view.following:
@@ -262,6 +275,10 @@ class TranscriptScreen(Screen[None]):
     def _stub(self, event: TranscriptView.StubFollowed) -> None:
         self.jump_to(event.rid)
 
+    @on(TranscriptView.AgentFollowed)
+    def _agent(self, event: TranscriptView.AgentFollowed) -> None:
+        self.post_message(OpenSession(event.session_id))
+
     @on(TranscriptView.SeqFollowed)
     def _seq(self, event: TranscriptView.SeqFollowed) -> None:
         self.jump_to_seq(event.seq)
@@ -270,7 +287,7 @@ class TranscriptScreen(Screen[None]):
         self.query_one(PromptBar).ask("jump", "Jump to id", "#1a2b or 1a2b")
 
     def action_search_prompt(self) -> None:
-        self.query_one(PromptBar).ask("search", "Search results", "words (FTS5)")
+        self.query_one(PromptBar).ask("search", "Search", "words: messages, calls, thinking, results")
 
     @on(PromptBar.Submitted)
     async def _prompt(self, event: PromptBar.Submitted) -> None:
@@ -286,19 +303,25 @@ class TranscriptScreen(Screen[None]):
         elif event.kind == "search":
             await self.search(event.value)
 
-    async def search(self, query: str) -> None:
+    async def search(self, query: str, *, at_seq: int | None = None) -> None:
+        """Messages, calls, thinking, summaries and results matching `query`; the first hit at or
+        after the cursor (or at event `at_seq`) is shown, on its line."""
         reader = self.app.reader  # type: ignore[attr-defined]
         self.search_query = query.strip()
-        self.hits = (
-            await reader.search(self.session_id, self.search_query) if self.search_query else []
+        self.hits, self.hits_more = (
+            await reader.search_hits(self.search_query, session=self.session_id)
+            if self.search_query
+            else ([], False)
         )
         self.hit = -1
-        self.view.mark_words(tuple(w for w in re.findall(r"\w+", self.search_query) if len(w) > 1))
+        self.view.mark_words(search_words(self.search_query))
         if not self.hits:
-            self.say(f"No stored result matches {self.search_query!r}.")
+            self.view.hit_line = None
+            self.say(f"Nothing in this session matches {self.search_query!r}.")
             return
-        current = self.view.cursor_block.rid if self.view.cursor_block else None
-        start = next((i for i, rid in enumerate(self.hits) if current is None or rid >= current), 0)
+        cursor = self.view.cursor_block
+        here = at_seq if at_seq is not None else cursor.seq if cursor is not None else 0
+        start = next((i for i, h in enumerate(self.hits) if h.seq >= here), 0)
         self.hit = start - 1
         self.action_next_hit(1)
 
@@ -307,7 +330,10 @@ class TranscriptScreen(Screen[None]):
             self.say("No search yet: / searches." if not self.search_query else "No hits.")
             return
         self.hit = (self.hit + step) % len(self.hits)
-        self.jump_to(self.hits[self.hit])
+        hit = self.hits[self.hit]
+        block = self.view.outline.block_at_seq(hit.seq)
+        self._remember(hit.seq if block is None else block.seq)
+        self.run_worker(self.view.show_hit(hit.seq, self.view.words), group="hit", exclusive=True)
         self.update_status()
 
     # Boundaries, mode
@@ -346,3 +372,8 @@ class TranscriptScreen(Screen[None]):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
+
+
+def search_words(query: str) -> tuple[str, ...]:
+    """The words a search marks on screen (one-letter words would mark everything)."""
+    return tuple(w for w in re.findall(r"\w+", query) if len(w) > 1)

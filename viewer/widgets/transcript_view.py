@@ -64,6 +64,8 @@ class TranscriptView(ScrollView, can_focus=True):
         Binding("enter", "primary", "Open"),
         Binding("space", "fold", "Fold", show=False),
         Binding("e", "elision", "Elided lines", show=False),
+        Binding("t", "detail", "Thinking/details", show=False),
+        Binding("r", "raw", "Raw/Markdown", show=False),
     ]
 
     class Follow(Message):
@@ -87,6 +89,13 @@ class TranscriptView(ScrollView, can_focus=True):
     class Landed(Message):
         """The first window of rows is on screen (the tail, or the rows around a far jump)."""
 
+    class AgentFollowed(Message):
+        """Enter on a call that started a sub-agent: the app opens the sub-agent's session."""
+
+        def __init__(self, session_id: str) -> None:
+            super().__init__()
+            self.session_id = session_id
+
     class SeqFollowed(Message):
         """A click on a mark that names an event (an elision stride): the screen goes there."""
 
@@ -102,6 +111,11 @@ class TranscriptView(ScrollView, can_focus=True):
         self.heights = Heights()
         self.cursor_block: Block | None = None
         self.stored_mode = False
+        self.raw = False  # messages as their raw text, not rendered Markdown
+        # call_ref -> (session id, title, results) of the sub-agents the session's calls started
+        self.agents: dict[str, tuple[str, str, int]] = {}
+        # (block serial, row) of the line a search's hit landed on: marked in the gutter
+        self.hit_line: tuple[int, int] | None = None
         self.words: tuple[str, ...] = ()  # the search's words, marked in results
         self.following = True
         self.new_rows = 0
@@ -147,7 +161,13 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def context(self) -> RenderContext:
         return RenderContext(self.palette, self.outline.epoch_of, self.stored_mode, self.digits,
-                             self.words, elided=self.elided)  # fmt: skip
+                             self.words, self.raw, elided=self.elided,
+                             extra={"agents": self.agents})  # fmt: skip
+
+    def _key(self, block: Block, width: int) -> tuple[Any, ...]:
+        """What a block's lines depend on: the block's state, the width, the modes, the theme."""
+        return (block.serial, block.version, width, self.stored_mode, self.raw,
+                self.palette.name, self.words)  # fmt: skip
 
     async def load(self, around: int | None = None) -> None:
         """The tail first (the first screen), then older rows in chunks. With `around` (an
@@ -176,6 +196,7 @@ class TranscriptView(ScrollView, can_focus=True):
             await self._prefetch(newer[:40] or older[-1:])
         epoch = await reader.count_kind(sid, "compaction", rows[0][SEQ] - 1) if rows else 0
         await self._load_elided(gen)
+        await self._load_children()
         if gen != self._generation:
             return  # a later jump took over
         self._reset()
@@ -292,6 +313,19 @@ class TranscriptView(ScrollView, can_focus=True):
                 block.touch()
         if touched:
             self.refresh()
+
+    async def _load_children(self) -> None:
+        """The sub-agent sessions started by this session's calls (a Task's line names its own)."""
+        children = getattr(self.reader, "children", None)
+        if children is None:
+            return
+        found = {row[2]: (row[0], row[1], row[3]) for row in await children(self.session_id)
+                 if row[2]}  # fmt: skip
+        if found != self.agents:
+            self.agents.clear()
+            self.agents.update(found)
+            self._strips.clear()
+            self._lines.clear()
 
     def _first_screen(self) -> None:
         if self.first_screen_at is None:
@@ -458,8 +492,7 @@ class TranscriptView(ScrollView, can_focus=True):
     # Rendering
 
     def _strips_for(self, block: Block, width: int) -> list[Strip] | None:
-        pal = self.palette
-        key = (block.serial, block.version, width, self.stored_mode, pal.name, self.words)
+        key = self._key(block, width)
         cached = self._strips.get(key)
         if cached is not None:
             self._check_height(block, len(cached))
@@ -530,8 +563,8 @@ class TranscriptView(ScrollView, can_focus=True):
         row = line - self.heights.offset(index)
         pal = self.palette
         cursor = block is self.cursor_block
-        key = (block.serial, block.version, row, cursor, width, self.stored_mode, pal.name,
-               self.words)  # fmt: skip
+        hit = self.hit_line == (block.serial, row)
+        key = (*self._key(block, width), row, cursor, hit)
         cached = self._lines.get(key)
         if cached is not None:
             return cached
@@ -547,7 +580,12 @@ class TranscriptView(ScrollView, can_focus=True):
             strip = strips[row]
         else:
             strip = Strip.blank(body_width, base)
-        gutter = Segment("▌ ", base + pal.cursor) if cursor else Segment(" " * GUTTER, base)
+        if hit:
+            gutter = Segment("» ", base + pal.hit)  # the line a search's hit landed on
+        elif cursor:
+            gutter = Segment("▌ ", base + pal.cursor)
+        else:
+            gutter = Segment(" " * GUTTER, base)
         out = Strip([gutter, *strip], GUTTER + strip.cell_length)
         if out.cell_length != width:
             out = out.crop_extend(0, width, base)
@@ -617,6 +655,9 @@ class TranscriptView(ScrollView, can_focus=True):
         if not self.blocks:
             return
         i = min(max(self.cursor + step, 0), len(self.blocks) - 1)
+        # Past the blocks that draw nothing (a turn of tool calls only).
+        while 0 < i < len(self.blocks) - 1 and self.heights.get(i) == 0:
+            i += 1 if step > 0 else -1
         self.move_to(self.blocks[i])
 
     def action_page(self, step: int) -> None:
@@ -665,7 +706,8 @@ class TranscriptView(ScrollView, can_focus=True):
             lines = block.stored_lines + 1 if self.stored_mode else block.shown_lines
             return lines - 1 > FOLD_RESULT + 1
         if block.kind == "message":
-            return block.text_lines > FOLD_MESSAGE + 1
+            # Markdown can draw more lines than the text has (a table's rules): fold early.
+            return block.text_lines > FOLD_MESSAGE // 2
         if block.kind == "boundary":
             return block.text_lines > FOLD_SUMMARY + 1
         return False
@@ -694,6 +736,21 @@ class TranscriptView(ScrollView, can_focus=True):
             block.open = block.open or block.elision_open
             self.relayout(block)
 
+    def toggle_detail(self, block: Block) -> None:
+        """A message's thinking, a call's prompt, content or input: open or fold it in place."""
+        if block.kind in ("message", "tool"):
+            block.detail_open = not block.detail_open
+            self.relayout(block)
+
+    def action_detail(self) -> None:
+        if self.cursor_block is not None:
+            self.toggle_detail(self.cursor_block)
+
+    def action_raw(self) -> None:
+        """Messages as their raw text, or as rendered Markdown."""
+        self.raw = not self.raw
+        self._relayout_all()
+
     def action_fold(self) -> None:
         if self.cursor_block is not None:
             self.toggle_fold(self.cursor_block)
@@ -707,15 +764,83 @@ class TranscriptView(ScrollView, can_focus=True):
         block = self.cursor_block
         if block is None:
             return
+        child = self.agents.get(block.call_ref) if block.call_ref else None
         if block.kind == "tool":
-            if block.is_stub and block.points_to is not None:
+            if child is not None:
+                self.post_message(self.AgentFollowed(child[0]))
+            elif block.is_stub and block.points_to is not None:
                 self.post_message(self.StubFollowed(block.points_to))
             elif self.foldable(block) and not block.open:
                 self.toggle_fold(block)
             elif block.rid is not None:
                 self.post_message(OpenResult(self.session_id, block.rid))
+        elif not self.foldable(block) and block.kind == "message":
+            self.toggle_detail(block)  # its thinking, if it has any
         else:
             self.toggle_fold(block)
+
+    # A search's hit, on its line
+
+    async def show_hit(self, seq: int, words: tuple[str, ...]) -> None:
+        """Land on the line of event `seq`'s block that holds one of `words`, and mark it. What
+        hides the line is opened: the block's fold, its thinking or call detail, an elided
+        middle; what did not help is folded again."""
+        block = self.outline.block_at_seq(seq)
+        if block is None:
+            self.far(seq)  # not loaded: the rows around it first
+            for _ in range(500):
+                await asyncio.sleep(0.01)
+                block = self.outline.block_at_seq(seq)
+                if block is not None:
+                    break
+            else:
+                return
+        self.move_to(block, top=True)
+        row = await self._row_of(block, words)
+        opened: list[Callable[[], None]] = []
+        for can, toggle in (
+            (lambda b: self.foldable(b) and not b.open, self.toggle_fold),
+            (lambda b: b.kind in ("message", "tool") and not b.detail_open, self.toggle_detail),
+            (lambda b: b.kind == "tool" and b.capped and not b.elision_open
+             and not self.stored_mode, self.toggle_elision),
+        ):  # fmt: skip
+            if row is not None:
+                break
+            if can(block):
+                toggle(block)
+                opened.append(lambda t=toggle: t(block))  # type: ignore[misc]
+                row = await self._row_of(block, words)
+        if row is None:
+            for undo in reversed(opened):
+                undo()
+            row = 0
+        self.hit_line = (block.serial, row)
+        self._lines.clear()
+        top = self.heights.offset(block.index)
+        y = top + row - max(self.size.height // 3, 1) if row >= self.size.height // 2 else top
+        self.following = False
+        self.scroll_to(y=max(min(y, self.max_scroll_y), 0), animate=False, immediate=True,
+                       force=True)  # fmt: skip
+        self.refresh()
+
+    async def _row_of(self, block: Block, words: tuple[str, ...]) -> int | None:
+        """The first row of the block's lines (as drawn now) that holds one of `words`, once its
+        text has loaded (and an opened elision's stored text)."""
+        low = [w.lower() for w in words]
+        strips = None
+        for _ in range(400):
+            strips = self._strips_for(block, self.body_width)
+            waiting = block.elision_open and block.rid is not None and block.rid not in self._stored
+            if strips is not None and not waiting:
+                break
+            await asyncio.sleep(0.005)
+        if not strips or not low:
+            return None
+        for row, strip in enumerate(strips):
+            text = strip.text.lower()
+            if any(w in text for w in low):
+                return row
+        return None
 
     def mark_words(self, words: tuple[str, ...]) -> None:
         """Mark a search's words in the results' text (the caches are keyed by them)."""
@@ -742,6 +867,10 @@ class TranscriptView(ScrollView, can_focus=True):
             self.toggle_fold(block)
         elif meta.get("act") == "elision":
             self.toggle_elision(block)
+        elif meta.get("act") == "detail":
+            self.toggle_detail(block)
+        elif meta.get("act") == "agent" and block.call_ref in self.agents:
+            self.post_message(self.AgentFollowed(self.agents[block.call_ref][0]))
         elif meta.get("act") == "stub" and block.points_to is not None:
             self.post_message(self.StubFollowed(block.points_to))
         elif meta.get("act") == "stride" and isinstance(meta.get("seq"), int):
@@ -753,11 +882,7 @@ class TranscriptView(ScrollView, can_focus=True):
     def visible_drawn(self) -> bool:
         """Every block on screen is laid out with its text (not a placeholder)."""
         width = self.body_width
-        pal = self.palette
-        return all(
-            (b.serial, b.version, width, self.stored_mode, pal.name, self.words) in self._strips
-            for b in self.visible_blocks()
-        )
+        return all(self._key(b, width) in self._strips for b in self.visible_blocks())
 
     def visible_blocks(self) -> list[Block]:
         if not self.blocks:
