@@ -20,53 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from ctxview.backend.importers.runner import import_file  # noqa: E402
-from ctxview.backend.store import Writer  # noqa: E402
-from import_compare import differences, dump  # noqa: E402
+from import_compare import grown, line_ends  # noqa: E402
 
 REALDATA = ROOT.parent / "shared" / "realdata"
 
 
 def transcripts() -> list[Path]:
     return sorted(REALDATA.rglob("*.jsonl"), key=lambda p: (p.name.startswith("agent-"), str(p)))
-
-
-async def _import(store: Path, path: Path) -> None:
-    writer = await Writer.open(store)
-    try:
-        async with writer.batch():
-            await import_file(writer, path)
-    finally:
-        await writer.close()
-
-
-async def grown(data: bytes, cuts: list[int], work: Path, name: str) -> list[str]:
-    """Import `data` written in the parts `cuts` gives (byte offsets), and once whole; the
-    differences between the two stores."""
-    work.mkdir(parents=True, exist_ok=True)
-    path = work / name
-    clean, parted = work / "clean.db", work / "parted.db"
-    for p in (clean, parted):
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{p}{suffix}").unlink(missing_ok=True)
-    path.write_bytes(data)
-    await _import(clean, path)
-    with open(path, "r+b") as f:  # the same inode, grown in place
-        f.truncate(0)
-    for cut in [*cuts, len(data)]:
-        with open(path, "r+b") as f:
-            f.seek(0)
-            f.write(data[:cut])
-        await _import(parted, path)
-    return differences(dump(clean), dump(parted))
-
-
-def line_ends(data: bytes) -> list[int]:
-    out, pos = [], 0
-    while (i := data.find(b"\n", pos)) >= 0:
-        out.append(i + 1)
-        pos = i + 1
-    return out
 
 
 async def main() -> int:

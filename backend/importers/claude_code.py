@@ -21,6 +21,8 @@ from ..agents.live import stored_calls
 from .common import (
     BadRecord,
     block_text,
+    check_ids,
+    check_time,
     claude_usage,
     id_text,
     need,
@@ -90,6 +92,8 @@ class ClaudeParser:
     async def feed(self, rec: Any, lineno: int) -> None:
         need(rec, dict, "the record")
         kind = need(rec.get("type"), str, "type")
+        check_ids(rec, ("sessionId", "agentId", "uuid", "parentUuid"), ("cwd",))
+        check_time(rec.get("timestamp"))
         if kind in _QUIET:
             return
         if kind == "summary":

@@ -26,7 +26,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..tools import ToolError
 from ..tools import patch as patch_tool
-from .common import BadRecord, block_text, codex_usage, id_text, need, path_text, when, whole
+from .common import (
+    BadRecord,
+    block_text,
+    check_ids,
+    check_time,
+    codex_usage,
+    id_text,
+    need,
+    path_text,
+    when,
+    whole,
+)
 from .replay import Replay
 
 if TYPE_CHECKING:
@@ -74,10 +85,12 @@ class CodexParser:
         if "record_type" in rec or ("id" in rec and "type" not in rec):
             return  # legacy state lines and first line
         kind = need(rec.get("type"), str, "type")
+        check_time(rec.get("timestamp"))
         ts = when(rec.get("timestamp"), self.hub.last_ts)
         self.hub.last_ts = ts
         if kind in ("session_meta", "turn_context"):
             payload = need(rec.get("payload"), dict, "payload")
+            check_ids(payload, ("id",), ("cwd",), "payload.")
             self._model = id_text(payload.get("model")) or self._model
             return
         if kind == "response_item":

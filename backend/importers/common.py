@@ -63,25 +63,61 @@ def path_text(value: Any) -> str | None:
 
 
 def parse_line(raw: bytes) -> Any:
-    """One JSON line: orjson for speed; json where orjson is stricter (a lone surrogate escape,
-    NaN, a BOM), its strings then made valid. ValueError or RecursionError when it is not JSON."""
+    """One JSON line (see `parse_record`), its strings made valid."""
+    return parse_record(raw)[0]
+
+
+def parse_record(raw: bytes) -> tuple[Any, bool]:
+    """One JSON line and whether a string in it had to be repaired: orjson for speed; json where
+    orjson is stricter (a lone surrogate escape, NaN, a BOM), and then every lone surrogate is
+    replaced by U+FFFD. ValueError or RecursionError when it is not JSON."""
     try:
-        return orjson.loads(raw)
+        return orjson.loads(raw), False
     except orjson.JSONDecodeError:
-        return valid_unicode(json.loads(raw))
+        hits: list[int] = []
+        return _valid(json.loads(raw), hits), bool(hits)
 
 
 def valid_unicode(value: Any) -> Any:
     """A parsed record with every lone surrogate (a JSON escape can carry one; no encoder takes
     it) replaced by U+FFFD, in keys and values at any depth: once here, every string that comes
     from a transcript can be stored, whichever column or JSON it ends up in."""
+    return _valid(value, [])
+
+
+def _valid(value: Any, hits: list[int]) -> Any:
     if isinstance(value, str):
-        return _SURROGATES.sub("\ufffd", value)
+        fixed, n = _SURROGATES.subn("\ufffd", value)
+        if n:
+            hits.append(n)
+        return fixed
     if isinstance(value, list):
-        return [valid_unicode(v) for v in value]
+        return [_valid(v, hits) for v in value]
     if isinstance(value, dict):
-        return {valid_unicode(k): valid_unicode(v) for k, v in value.items()}
+        return {_valid(k, hits): _valid(v, hits) for k, v in value.items()}
     return value
+
+
+def check_time(value: Any, what: str = "timestamp") -> None:
+    """A time that is there but is a number no clock gives (NaN, infinite, past year 9999): the
+    record is bad. (A string that does not parse is left to `when`'s fallback.)"""
+    number = isinstance(value, float | int) and not isinstance(value, bool)
+    if number and not (abs(value) < 1e300 and _TIME_RANGE[0] <= value <= _TIME_RANGE[1]):
+        raise BadRecord(f"{what} {value!r:.40} is not a time")
+
+
+def check_ids(rec: dict[str, Any], ids: tuple[str, ...], paths: tuple[str, ...],
+              where: str = "") -> None:  # fmt: skip
+    """Fields that name a session, a record or a folder: a string when present (and a path
+    without NUL), else the record is bad; checked before anything uses them."""
+    for key in ids:
+        value = rec.get(key)
+        if value is not None and not isinstance(value, str):
+            raise BadRecord(f"{where}{key} is {type(value).__name__}, expected str")
+    for key in paths:
+        value = rec.get(key)
+        if value is not None and not (isinstance(value, str) and "\x00" not in value):
+            raise BadRecord(f"{where}{key} is not a path ({type(value).__name__})")
 
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")

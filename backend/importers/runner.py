@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
-from .common import BadRecord, parse_line, when
+from .common import BadRecord, parse_line, parse_record, when
 from .detect import CLAUDE, CODEX, EXPORT, detect
 from .replay import Replay
 from .source import Identity, head_hash, identity, lines_from
@@ -334,9 +334,9 @@ class FileImporter:
             raw = line.raw  # lines can be megabytes (base64 images): no copies of them here
             error: Exception | None = None
             try:
-                rec = parse_line(raw)
+                rec, repaired = parse_record(raw)
             except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-                rec, error = None, exc
+                rec, error, repaired = None, exc, False
             if not line.complete and (live or error is not None):
                 report.waiting = not _blank(raw)
                 break  # a partial last line waits for the rest
@@ -349,6 +349,9 @@ class FileImporter:
                 if not _blank(raw):
                     report.problems.append(Problem(path, line.number, f"not JSON ({error})"))
             else:
+                if repaired:
+                    report.problems.append(Problem(path, line.number, "invalid Unicode (a lone "
+                                                   "surrogate) imported as U+FFFD"))  # fmt: skip
                 try:
                     await self.parser.feed(rec, line.number)
                 except BadRecord as exc:

@@ -1,0 +1,204 @@
+"""SIGKILL rounds against real `ctxview import` and `ctxview follow` processes: each round starts
+the command on a big transcript, kills it with SIGKILL at a random moment, and the next round
+starts it again; at the end it runs to completion, and the store is compared whole (every
+session, event and body, see import_compare.py) with one clean import of the same file.
+
+Used by tests/test_import_resume.py (a fixed seed, a fixed number of rounds) and
+bench/import_kill.py (longer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from import_compare import counts, differences, dump
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "import"
+REALDATA = ROOT.parent / "shared" / "realdata"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_IDS = re.compile(r"\b((?:toolu|msg|req|call)_[A-Za-z0-9]+)")
+
+
+def claude_sources(real: bool = True) -> list[Path]:
+    """Claude Code sessions to build from: our fixtures, and the real ones when asked for and
+    ../shared/realdata is here (their sub-agent files left out)."""
+    out = [FIXTURES / "claude_session.jsonl", FIXTURES / "claude_inline_sidechain.jsonl"]
+    if real and REALDATA.is_dir():
+        for p in sorted(REALDATA.rglob("*.jsonl")):
+            head = p.read_text(encoding="utf-8", errors="replace")[:4000]
+            if not p.name.startswith("agent-") and '"sessionId"' in head:
+                out.append(p)
+    return out
+
+
+def build(target: Path, megabytes: float, seed: int = 0, *, real: bool = True) -> int:
+    """Rewritten copies of the sources' records (fresh uuids, message and tool ids per copy,
+    drawn from `seed`) until the file is `megabytes` big; its size."""
+    rng = random.Random(seed)
+    lines = [line for p in claude_sources(real) for line in p.read_text(encoding="utf-8").splitlines()
+             if line.strip()]  # fmt: skip
+    size, copy = 0, 0
+    with open(target, "w", encoding="utf-8") as out:
+        while size < megabytes * 1_000_000:
+            fresh: dict[str, str] = {}
+
+            def new_uuid(m: re.Match[str], fresh: dict[str, str] = fresh) -> str:
+                first = m.group(0)
+                if first not in fresh:
+                    h = f"{rng.getrandbits(128):032x}"
+                    fresh[first] = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+                return fresh[first]
+
+            def new_id(m: re.Match[str], suffix: str = f"x{copy}") -> str:
+                return m.group(1) + suffix
+
+            for line in lines:
+                line = _IDS.sub(new_id, _UUID.sub(new_uuid, line))
+                out.write(line + "\n")
+                size += len(line.encode()) + 1
+            copy += 1
+    return size
+
+
+def command(store: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), *args]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def import_offset(store: Path, source: Path) -> int:
+    """How far the store's import of `source` has committed (0 before anything)."""
+    if not store.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=10)
+        try:
+            row = conn.execute("SELECT data FROM sessions WHERE source_path = ? AND "
+                               "parent_session IS NULL", (str(source.resolve()),)).fetchone()  # fmt: skip
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+    return int(json.loads(row[0]).get("import", {}).get("offset", 0)) if row else 0
+
+
+@dataclass
+class Rounds:
+    rounds: int = 0
+    mid_import: int = 0  # kills that left the file partly imported
+    clean_seconds: float = 0.0
+    clean_counts: dict[str, int] = field(default_factory=dict)
+    killed_counts: dict[str, int] = field(default_factory=dict)
+    differences: list[str] = field(default_factory=list)
+
+
+def startup_seconds() -> float:
+    """How long the command takes to start (interpreter, imports) on this machine now."""
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "--help"], check=True,
+                   capture_output=True, env=_env(), timeout=60)  # fmt: skip
+    return time.monotonic() - t0
+
+
+def clean_import(store: Path, source: Path) -> float:
+    t0 = time.monotonic()
+    subprocess.run(command(store, "import", str(source)), check=True, capture_output=True,
+                   env=_env(), timeout=600)  # fmt: skip
+    return time.monotonic() - t0
+
+
+def kill_import(work: Path, source: Path, rounds: int, seed: int) -> Rounds:
+    """`ctxview import` killed `rounds` times at random moments, then run to its end."""
+    rng = random.Random(seed)
+    clean, killed = work / "clean.db", work / "killed.db"
+    out = Rounds()
+    out.clean_seconds = clean_import(clean, source)
+    start = startup_seconds()
+    size = source.stat().st_size
+    for _ in range(rounds):
+        before = import_offset(killed, source)
+        proc = subprocess.Popen(command(killed, "import", str(source)), env=_env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        # A moment while it still has work: what is left of the file, at the clean rate.
+        left = (size - before) / size * max(0.1, out.clean_seconds - start)
+        time.sleep(start + rng.uniform(0.0, 1.0) * left)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        out.rounds += 1
+        out.mid_import += import_offset(killed, source) < size
+    clean_import(killed, source)
+    out.clean_counts, out.killed_counts = counts(clean), counts(killed)
+    out.differences = differences(dump(clean), dump(killed))
+    return out
+
+
+def _wait_offset(store: Path, source: Path, size: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if import_offset(store, source) >= size:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def kill_follow(work: Path, full: Path, rounds: int, seed: int) -> Rounds:
+    """`ctxview follow` on a file that grows while it runs, killed `rounds` times at random
+    moments and started again; at the end it takes the rest and stops. Compared with one clean
+    import of the whole file (a followed session has not ended: that field is left out)."""
+    rng = random.Random(seed)
+    clean, killed = work / "clean-f.db", work / "killed-f.db"
+    live = work / full.name.replace(".jsonl", "-live.jsonl")
+    out = Rounds()
+    out.clean_seconds = clean_import(clean, full)
+    data = full.read_bytes()
+    live.write_bytes(b"")
+    # The same path for both: the clean one imports a copy at the live file's final name.
+    pos = 0
+    for _ in range(rounds):
+        proc = subprocess.Popen(command(killed, "follow", str(live)), env=_env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        # Append a random slice in a few writes, cut anywhere (mid-line too), while it runs.
+        deadline = time.monotonic() + rng.uniform(0.3, 1.5)
+        while time.monotonic() < deadline and pos < len(data):
+            n = rng.randint(1, max(1, len(data) // (rounds * 4)))
+            with open(live, "ab") as f:
+                f.write(data[pos : pos + n])
+            pos += n
+            time.sleep(rng.uniform(0.0, 0.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        out.rounds += 1
+        after = import_offset(killed, live)
+        out.mid_import += after < pos  # it had not caught up: killed mid-work
+    with open(live, "ab") as f:
+        f.write(data[pos:])
+    proc = subprocess.Popen(command(killed, "follow", str(live)), env=_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        finished = _wait_offset(killed, live, len(data), 120)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    if not finished:
+        out.differences = ["the restarted follow never reached the end of the file"]
+        return out
+    # The clean import of the same bytes at the same path, into its own store.
+    clean.unlink()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{clean}{suffix}").unlink(missing_ok=True)
+    clean_import(clean, live)
+    out.clean_counts, out.killed_counts = counts(clean), counts(killed)
+    out.differences = differences(dump(clean, ended=False), dump(killed, ended=False))
+    return out
