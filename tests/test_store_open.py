@@ -98,14 +98,9 @@ def test_read_commands_leave_a_zero_byte_file_as_it_is(tmp_path: Path) -> None:
 
 
 async def test_reader_never_writes_the_store(tmp_path: Path) -> None:
-    """Not even to migrate an older store (the next writer does), nor a WAL checkpoint."""
+    """No WAL checkpoint, no pragma, no file it made left behind."""
     store = tmp_path / "store.db"
     await make_store(store, tmp_path)
-    closed_cleanly(store)
-    with sqlite3.connect(store) as conn:
-        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-        conn.execute("DROP INDEX events_kind")
-    conn.close()
     closed_cleanly(store)
     before, mtime = digest(store), store.stat().st_mtime_ns
     async with await Reader.open(store) as reader:
@@ -116,6 +111,34 @@ async def test_reader_never_writes_the_store(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
     assert digest(store) == before and store.stat().st_mtime_ns == mtime
     assert side_files(store) == [], "a read leaves no -wal or -shm it made"
+
+
+async def test_reader_brings_an_older_store_forward_but_not_a_read_only_one(
+    tmp_path: Path, read_only: list[Path]
+) -> None:
+    from ctxview.backend.store import SCHEMA_VERSION
+    from test_store_schema import make_v1_store
+
+    def version(path: Path) -> str:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+            value = found.fetchone()[0]
+        conn.close()
+        return value
+
+    writable, locked = tmp_path / "old.db", tmp_path / "old-locked.db"
+    for path in (writable, locked):
+        make_v1_store(path, tmp_path)
+        closed_cleanly(path)
+    make_read_only(locked, read_only)
+    before = digest(locked)
+    for path in (writable, locked):
+        async with await Reader.open(path) as reader:
+            old = await reader.session("old")
+            assert old is not None and old.title == "from v1"
+        assert side_files(path) == []
+    assert version(writable) == str(SCHEMA_VERSION)
+    assert version(locked) == "1" and digest(locked) == before
 
 
 async def test_reader_of_a_store_in_use_leaves_the_writers_files(tmp_path: Path) -> None:

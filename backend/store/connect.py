@@ -3,6 +3,7 @@ schema check and a bounded integrity check for both, and SQLite's errors as one 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import threading
@@ -57,8 +58,8 @@ def sidecars(path: Path) -> tuple[bool, bool]:
 
 async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
     """The writer's connection (`create`: read-write, the store made if missing, migrated) or the
-    reader's (read-only: it never writes, never creates or migrates, never turns a file into a
-    store)."""
+    reader's (read-only: it never makes a store, never turns a file into one, never writes its
+    data; an older ctxview store is only migrated, on a connection of its own)."""
     path = Path(path)
     if create:
         _before_writing(path)
@@ -90,8 +91,11 @@ async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
             tighten(path)
             await conn.executescript(schema.PRAGMAS)
             await on_thread(conn, schema.ensure)
-        # A reader takes an older schema as it is: every version is readable, and migrating is
-        # a write (the next writer to open the store migrates it).
+        elif version is not None and version < schema.SCHEMA_VERSION and os.access(path, os.W_OK):
+            # An older ctxview store is brought forward once, as a writer would (the reader's
+            # queries use the newest schema); the reader's own connection stays read-only. A
+            # store nobody may write is read as it is.
+            await asyncio.to_thread(_migrate, path)
     except sqlite3.DatabaseError as exc:
         await conn.close()
         raise StoreError(sentence(exc, path, opening=True)) from None
@@ -99,6 +103,17 @@ async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
         await conn.close()
         raise
     return conn
+
+
+def _migrate(path: Path) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        schema.check(conn)
+        conn.executescript(schema.PRAGMAS)
+        schema.ensure(conn)
+    finally:
+        conn.close()
 
 
 def _before_writing(path: Path) -> None:
