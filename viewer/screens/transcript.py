@@ -23,6 +23,8 @@ from ..widgets.transcript_view import TranscriptView
 class TranscriptScreen(Screen[None]):
     """One session, following its tail."""
 
+    SEARCH_LIMIT = 1000  # hits a search takes; past it the count says "1,000+"
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("g", "jump_prompt", "Jump to id"),
         Binding("number_sign", "jump_prompt", "Jump", show=False),
@@ -309,7 +311,8 @@ class TranscriptScreen(Screen[None]):
         reader = self.app.reader  # type: ignore[attr-defined]
         self.search_query = query.strip()
         self.hits, self.hits_more = (
-            await reader.search_hits(self.search_query, session=self.session_id)
+            await reader.search_hits(self.search_query, session=self.session_id,
+                                     limit=self.SEARCH_LIMIT)
             if self.search_query
             else ([], False)
         )

@@ -144,6 +144,7 @@ class TranscriptView(ScrollView, can_focus=True):
         # block serial -> (block, measured height), applied after the render that measured it
         self._pending_heights: dict[int, tuple[Block, int]] = {}
         self._heights_scheduled = False
+        self._laid_width = 0  # the body width the heights were laid out for
 
     # The data
 
@@ -594,11 +595,17 @@ class TranscriptView(ScrollView, can_focus=True):
         return out
 
     def on_resize(self, event: events.Resize) -> None:
+        if self.body_width == self._laid_width:
+            # Only the height changed (the prompt bar came or went): the lines are the same,
+            # and the view stays where it is (on a search's hit line, say).
+            self._update_virtual_size()
+            return
         self._relayout_all()
 
     def _relayout_all(self) -> None:
         """A new width or mode: every height is an estimate again, kept around the cursor."""
         anchor = self.cursor_block
+        self._laid_width = self.body_width
         self._strips.clear()
         self._lines.clear()
         self.heights.rebuild([estimate(b, self.stored_mode) for b in self.blocks])
@@ -816,6 +823,10 @@ class TranscriptView(ScrollView, can_focus=True):
             row = 0
         self.hit_line = (block.serial, row)
         self._lines.clear()
+        # The heights measured while opening, applied now: applied after the scroll below, a
+        # block that grew would push the view past the line.
+        self.following = False
+        self._commit_heights()
         top = self.heights.offset(block.index)
         y = top + row - max(self.size.height // 3, 1) if row >= self.size.height // 2 else top
         self.following = False
