@@ -130,8 +130,11 @@ def high_entropy(token: str) -> bool:
     core = token.rstrip("=")
     if len(core) < 24 or _HEX.fullmatch(core) or _KNOWN_ID.fullmatch(core):
         return False
-    if "/" in core and max(len(p) for p in core.split("/")) < 24:
-        return False  # a path or URL path: src/components/Button2Primary
+    if "/" in core:
+        parts = core.split("/")
+        if core[0] in "/~." or any(len(p) >= 4 and p.isalpha() and p.islower() for p in parts):
+            # A path (/work/shared/…, src/components/…): judged a part at a time.
+            return any(high_entropy(p) for p in parts if len(p) >= 24)
     if not (any(c.isupper() for c in core) and any(c.islower() for c in core)
             and any(c.isdigit() for c in core)):  # fmt: skip
         return False

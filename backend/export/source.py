@@ -18,7 +18,7 @@ from typing import Any
 
 from ..store.connect import BUSY_TIMEOUT_MS
 from ..store.records import EVENT_COLUMNS, Event, SessionRow
-from ..store.schema import StoreError, check
+from ..store.schema import PRAGMAS, SCHEMA_VERSION, StoreError, check, ensure
 from .redact import Redactor
 
 CHUNK = 400  # events per range query
@@ -76,20 +76,18 @@ class Source:
         self.path = path
         self.redactor = redactor
         try:
-            self.conn = sqlite3.connect(path)
+            self.conn = sqlite3.connect(path, isolation_level=None)
             self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             version = check(self.conn)
+            if version is not None and version != SCHEMA_VERSION:
+                # An older store is brought forward as every reader does (a newer one is
+                # refused by check with its sentence).
+                self.conn.executescript(PRAGMAS)
+                ensure(self.conn)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"The store at {path} cannot be read: {exc}.") from None
         if version is None:
             raise StoreError(f"The store at {path} has no sessions yet.")
-        from ..store.schema import SCHEMA_VERSION
-
-        if version != SCHEMA_VERSION:
-            raise StoreError(
-                f"The store at {path} is an older version; open it once with ctxview "
-                "(e.g. `ctxview sessions`) to migrate it, then export."
-            )
 
     def close(self) -> None:
         self.conn.close()
