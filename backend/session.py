@@ -13,6 +13,7 @@ import hashlib
 import json
 import secrets
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -109,32 +110,45 @@ class Session:
         were (the table is rebuilt from the results since the last compaction)."""
         state = await writer.session_state(session_id)
         cfg = Config(json.loads(state["config"]))
-        dedupe = DedupeTable()
-        known: dict[str, tuple[str, int]] = {}
-        for ev in state["events"]:
-            extra = json.loads(ev.data) if ev.data else {}
-            if ev.kind == "compaction":
-                dedupe.clear()
-            elif ev.rkind == "full" and ev.tool == "read" and ev.sha and "key" in extra:
-                dedupe.add_read(ReadEntry(ev.rid, extra["key"], ev.path or "", ev.line_from or 0,
-                                          ev.line_to or 0, ev.line_total or 0, ev.sha))  # fmt: skip
-            elif "text_sha" in extra and ev.rkind != "same":
-                dedupe.add_result(
-                    ResultEntry(ev.rid, ev.tool, extra["args_key"], extra["text_sha"])
-                )
-            if ev.sha and "key" in extra:
-                known[extra["key"]] = (ev.sha, ev.rid)
-            if ev.kind == "result" and ev.rid is not None:
-                # An edit's files: what the session itself wrote there (no "changed outside"
-                # note for its own edits after a restart).
-                edits.remember(known, extra.get("files", []), ev.rid)
-        session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"],
-                      dedupe, known)  # fmt: skip
+        session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"])
+        session._take_in(state["events"])
         if session.context_state.inert and writer.batching:
             session._context_stale = True  # an import goes on: rebuilt only if asked for
         else:
             await session._replay_context()
         return session
+
+    def catch_up(self, events: Iterable[Event], next_rid: int) -> None:
+        """What other writers stored in this session since this process last wrote (a hook,
+        recall over MCP, an import), for a process that keeps the session in memory: its
+        results and compactions in order (`seq` after the last one seen) and the session's
+        `next_rid`. The engine's state becomes what `resume` would build; the context as sent
+        is rebuilt from the store when next asked for."""
+        self._take_in(events)
+        self._next_rid = max(self._next_rid, next_rid)
+        self._context_stale = True
+
+    def _take_in(self, events: Iterable[Event]) -> None:
+        """Stored results and compactions into the dedupe table (rebuilt from the results since
+        the last compaction) and the newest content seen at each path."""
+        for ev in events:
+            extra = json.loads(ev.data) if ev.data else {}
+            if ev.kind == "compaction":
+                self.dedupe.clear()
+            elif ev.rkind == "full" and ev.tool == "read" and ev.sha and "key" in extra:
+                self.dedupe.add_read(ReadEntry(ev.rid, extra["key"], ev.path or "",
+                                               ev.line_from or 0, ev.line_to or 0,
+                                               ev.line_total or 0, ev.sha))  # fmt: skip
+            elif "text_sha" in extra and ev.rkind != "same":
+                self.dedupe.add_result(
+                    ResultEntry(ev.rid, ev.tool, extra["args_key"], extra["text_sha"])
+                )
+            if ev.sha and "key" in extra:
+                self._known[extra["key"]] = (ev.sha, ev.rid)
+            if ev.kind == "result" and ev.rid is not None:
+                # An edit's files: what the session itself wrote there (no "changed outside"
+                # note for its own edits after a restart).
+                edits.remember(self._known, extra.get("files", []), ev.rid)
 
     # The face
 
