@@ -13,8 +13,9 @@ writes to is decided per call, because a host tells who it is at different momen
 - Any other host: a session of the connection's own, `mcp-<time>-<hex>`.
 
 Every call takes the session's write lock (`live.session_lock`), checks whether another process
-wrote to the session since this one last did, resumes it from the store if so, runs the tool
-through `Session.run` and commits before answering. The sessions this connection made live are
+wrote to the session since this one last did (its newest event seq), takes in what it wrote if
+so (`Session.catch_up`: a call's cost does not grow with the session), runs the tool through
+`Session.run` and commits before answering. The sessions this connection made live are
 ended when it closes (stdin closed, SIGTERM or SIGINT).
 """
 
@@ -41,6 +42,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 from ..prompts import context_block
 from ..session import TOOLS, Session, new_session_id
 from ..store import Writer
+from ..store.records import EVENT_COLUMNS, Event
 from ..store.schema import StoreError
 from . import failures, live
 
@@ -138,8 +140,11 @@ class Connection:
     async def _session(self, sid: str, source: str, client: str) -> Session:
         writer = await self._writer()
         cached = self.cached.get(sid)
-        if cached is not None and cached[1] == self._last_seq(sid):
-            return cached[0]  # nobody else wrote: the session in memory is the store's
+        if cached is not None:
+            session, seen = cached
+            if seen != self._last_seq(sid):  # a hook (or an import) wrote since: catch up
+                session.catch_up(self._results_after(sid, seen), self._next_rid(sid))
+            return session
         info = await writer.session_info(sid)
         if info is None:
             session = await self._create(writer, sid, source, client)
@@ -177,6 +182,20 @@ class Connection:
         row = self._probe.execute(
             "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (sid,)
         ).fetchone()
+        return int(row[0])
+
+    def _results_after(self, sid: str, seq: int) -> list[Event]:
+        assert self._probe is not None
+        rows = self._probe.execute(
+            f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events WHERE session = ? "
+            "AND seq > ? AND kind IN ('result', 'compaction') ORDER BY seq",
+            (sid, seq),
+        ).fetchall()
+        return [Event.from_row(r[0], r[1], r[2:]) for r in rows]
+
+    def _next_rid(self, sid: str) -> int:
+        assert self._probe is not None
+        row = self._probe.execute("SELECT next_rid FROM sessions WHERE id = ?", (sid,)).fetchone()
         return int(row[0])
 
     # Closing
