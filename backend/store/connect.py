@@ -177,19 +177,25 @@ def quick_check(conn: sqlite3.Connection, budget: float) -> str | None:
     """The first problem `PRAGMA quick_check` finds, or None (none found, or the budget ran out).
 
     SQLite's progress handler is not called inside the b-tree walk, so the budget is enforced by
-    interrupting the connection from a timer thread; the lock keeps a late timer from
-    interrupting whatever statement comes next."""
+    interrupting the connection from a watchdog thread; the lock keeps a late interrupt from
+    reaching whatever statement comes next."""
     lock = threading.Lock()
-    done = False
+    finished = threading.Event()
 
     def stop() -> None:
-        with lock:
-            if not done:
+        # Again every 50 ms: an interrupt that comes before the statement starts is lost.
+        if finished.wait(budget):
+            return
+        while True:
+            with lock:
+                if finished.is_set():
+                    return
                 conn.interrupt()
+            if finished.wait(0.05):
+                return
 
-    timer = threading.Timer(budget, stop)
-    timer.daemon = True
-    timer.start()
+    watchdog = threading.Thread(target=stop, name="ctxview-quick-check", daemon=True)
+    watchdog.start()
     try:
         rows = conn.execute("PRAGMA quick_check(1)").fetchall()
     except sqlite3.OperationalError as exc:
@@ -198,8 +204,7 @@ def quick_check(conn: sqlite3.Connection, budget: float) -> str | None:
         raise
     finally:
         with lock:
-            done = True
-        timer.cancel()
+            finished.set()
     # A row may start with a "*** in database main ***" line before the problem itself.
     lines = [ln for r in rows for ln in str(r[0]).splitlines() if not ln.startswith("*** in ")]
     if not lines or lines[0] == "ok":
