@@ -41,10 +41,11 @@ def codex_home(env: dict[str, str] | None = None) -> Path:
     return Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else Path.home() / ".codex"
 
 
-def server_entry(store: Path | None) -> dict[str, Any]:
+def server_entry(store: Path | None, home: Path) -> dict[str, Any]:
     """`ctxview mcp --tools all` by absolute path. Codex passes its MCP servers only a few
     variables (HOME, PATH, LANG, …), so a store chosen by `CTXVIEW_STORE` or `XDG_STATE_HOME`
-    is written into the arguments."""
+    is written into the arguments, and CODEX_HOME into its env (the server names its session
+    after the rollout file there)."""
     exe = Path(sys.executable).absolute().with_name("ctxview")
     command, args = (str(exe), ["mcp"]) if exe.exists() else (
         str(Path(sys.executable).absolute()), ["-m", "ctxview.backend.cli", "mcp"])  # fmt: skip
@@ -63,6 +64,7 @@ def server_entry(store: Path | None) -> dict[str, Any]:
         "required": True,
         "startup_timeout_sec": STARTUP_TIMEOUT,
         "tool_timeout_sec": TOOL_TIMEOUT,
+        "env": {"CODEX_HOME": str(home.expanduser().resolve())},
     }
 
 
@@ -125,14 +127,19 @@ def install(home: Path, store: Path | None = None) -> Plan:
     # What was there before the first install, for uninstall to restore.
     memo = dict(plan.sidecar) if plan.sidecar else {"created": plan.before is None}
     servers = _table(doc, "mcp_servers", where, super_table=True)
-    want = server_entry(store)
+    want = server_entry(store, home)
     have = servers.get(SERVER)
     if have is None or _plain(have) != want:
         if plan.sidecar is None:
             memo["server"] = _plain(have) if have is not None else _ABSENT
         entry = tomlkit.table()
         for key, value in want.items():
-            entry[key] = value
+            if isinstance(value, dict):  # env as an inline table: `env = { CODEX_HOME = … }`
+                inline = tomlkit.inline_table()
+                inline.update(value)
+                entry[key] = inline
+            else:
+                entry[key] = value
         entry.add(tomlkit.nl())  # a blank line before whatever table follows
         verb = "added" if have is None else "updated"
         servers[SERVER] = entry

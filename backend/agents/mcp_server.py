@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -163,8 +164,13 @@ class Connection:
             # adds messages and usage to it and never re-numbers a result (agents/__init__.py).
             data["hooked"] = True
         title = f"{root.name} ({client})" if source == "live" and client else root.name
+        fields: dict[str, Any] = {}
+        if source == CODEX:
+            # Where `ctxview import` / `follow` of this rollout will look for its session.
+            thread = sid.removeprefix("cx-")
+            fields = {"source_ref": thread, "source_path": rollout_path(self.env, thread)}
         session = await Session.start(writer, root, title=title, source=source, session_id=sid,
-                                      data=json.dumps(data))  # fmt: skip
+                                      data=json.dumps(data), **fields)  # fmt: skip
         if source != live.CLAUDE:  # a hooked session is ended by its SessionEnd hook
             self.made_live.add(sid)
         return session
@@ -225,6 +231,18 @@ class Connection:
             if self.writer is not None:
                 await self.writer.close()
                 self.writer = None
+
+
+def rollout_path(env: Mapping[str, str], thread: str) -> str | None:
+    """The rollout file Codex writes for `thread` (`$CODEX_HOME/sessions/Y/M/D/rollout-…-<id>
+    .jsonl`), resolved; None when it is not there (yet)."""
+    if not re.fullmatch(r"[0-9A-Za-z-]{1,80}", thread):
+        return None
+    home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else None
+    if home is None:
+        home = Path(env.get("HOME") or Path.home()) / ".codex"
+    found = sorted((home.expanduser() / "sessions").glob(f"*/*/*/rollout-*-{thread}.jsonl"))
+    return str(found[-1].resolve()) if found else None
 
 
 def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPServer:

@@ -60,6 +60,7 @@ def test_install_merges_prints_is_idempotent_and_uninstall_restores(tmp_path: Pa
     assert Path(server["command"]).is_absolute() and Path(server["command"]).exists()
     assert server["args"][-5:] == ["mcp", "--tools", "all", "--store", str(store.resolve())]
     assert server["required"] is True and server["tool_timeout_sec"] >= 120
+    assert server["env"] == {"CODEX_HOME": str(home.resolve())}  # Codex passes it no other
     assert data["features"] == {"shell_tool": False, "web_search_request": True}
     # Everything else as it was, comments included.
     assert data["mcp_servers"]["docs"] == {"command": "docs-server", "args": ["--port", "0"]}

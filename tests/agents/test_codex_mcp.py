@@ -49,10 +49,10 @@ def _codex_env(home: Path, codex_home: Path) -> dict[str, str]:
     }
 
 
-def _sessions(store: Path) -> list[tuple[str, str, float | None]]:
+def _sessions(store: Path) -> list[tuple[str, str, float | None, str | None]]:
     conn = sqlite3.connect(store)
     try:
-        return conn.execute("SELECT id, source, ended FROM sessions").fetchall()
+        return conn.execute("SELECT id, source, ended, source_path FROM sessions").fetchall()
     finally:
         conn.close()
 
@@ -126,7 +126,10 @@ def test_codex_gets_the_rules_through_ctxview_mcp(tmp_path: Path) -> None:
     deadline = time.monotonic() + 10
     while (rows := _sessions(store)) and rows[0][2] is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert [(sid, source) for sid, source, _ in rows] == [(f"cx-{thread[1]}", "codex")]
+    assert [(sid, source) for sid, source, _, _ in rows] == [(f"cx-{thread[1]}", "codex")]
+    # Named after Codex's rollout file, where an import of it looks for its session.
+    rollout = next((codex_home / "sessions").glob(f"*/*/*/rollout-*-{thread[1]}.jsonl"))
+    assert rows[0][3] == str(rollout.resolve())
     assert rows[0][2] is not None, "the session is still live after Codex exited"
     shown = _shown(store, rows[0][0])
     assert sorted(shown) == [0x1000, 0x1001, 0x1002, 0x1003, 0x1004]
