@@ -157,6 +157,11 @@ _TOKEN_TABLE = bytes(
 _RUN16 = b"a" * 16
 _RUN24 = b"a" * 24
 _WORDS = (b"secret", b"passw", b"token", b"key", b"credential", b"bearer")
+_WORD_TABLE = bytes(
+    ord("k") if chr(i) in "kKwWbB" else ord("c") if chr(i) in "cC" else
+    ord("r") if chr(i) in "rR" else ord(" ")
+    for i in range(256)
+)  # fmt: skip
 
 
 def redact_text(text: str, counts: Counter[str]) -> str:
@@ -166,15 +171,17 @@ def redact_text(text: str, counts: Counter[str]) -> str:
     raw = text.encode("utf-8", "surrogatepass")
     runs = raw.translate(_TOKEN_TABLE)
     run = _RUN16 in runs
-    url = b"://" in raw
+    url = b"@" in raw and b"://" in raw  # a password in a URL needs both; "@" is one memchr
     if run or url:
         word = True  # a run or a URL is common enough; the guards decide
     else:
+        # Each secret word holds k, w, b or "cr": one translate and two searches say whether
+        # any could be there, before the words themselves are looked for.
+        sig = raw.translate(_WORD_TABLE)
+        if b"k" not in sig and b"cr" not in sig:
+            return text
         low = raw.lower()
-        # One-byte searches (memchr) first: each word holds k, w, b or "cr".
-        word = (b"k" in low or b"w" in low or b"b" in low or b"cr" in low) and any(
-            w in low for w in _WORDS
-        )
+        word = any(w in low for w in _WORDS)
         if not word:
             return text
     gates = {"run": run, "url": url, "word": word}

@@ -35,11 +35,11 @@ _RANGE_SQL = (
 _LEAN_SQL = (
     "SELECT seq, kind, role, call_ref, rid, CASE WHEN kind = 'result' THEN "
     "  1.1 * coalesce(shown_chars, 0) + 300 + 12 * coalesce(shown_lines, 0) "
-    "  + CASE WHEN capped THEN 1.05 * coalesce(stored_chars, 0) ELSE 0 END "
+    "  + CASE WHEN capped THEN 0.85 * coalesce(stored_chars, 0) ELSE 0 END "
     "  + CASE WHEN rkind IN ('full', 'edit', 'created', 'deleted', 'moved', 'patch') "
     "    AND tool IN ('read', 'edit', 'multiedit', 'write', 'apply_patch') "
     "    THEN 1.5 * coalesce(shown_chars, 0) ELSE 0 END "
-    "ELSE 300 + 1.3 * (coalesce(length(text), 0) + coalesce(length(args), 0) "
+    "ELSE 200 + 1.3 * (coalesce(length(text), 0) + coalesce(length(args), 0) "
     "  + coalesce(length(data), 0)) END, "
     "CASE WHEN kind = 'message' AND role = 'user' THEN substr(text, 1, 300) END "
     "FROM events WHERE session = ? ORDER BY seq"
