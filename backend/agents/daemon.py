@@ -3,8 +3,8 @@ that finds none, serving hook events over a Unix socket and exiting after `IDLE`
 nothing to do. It keeps the imports warm and each session's engine state in memory (brought up
 to date from the store before every step), so a hook's cost does not grow with the session.
 
-One request per connection: a JSON line `{"event", "payload"}`, answered by `{"output": …}`
-(the hook's JSON output, or null) or `{"error": …}` after recording the failure.
+One request per connection: the event's name, a newline and the hook input as Claude Code gave
+it; the answer is the hook's JSON output, or nothing (no output, or a failure it recorded).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from . import failures
 from .claude_hooks import HookEngine
-from .hook_client import BUDGET, socket_path
+from .hook_client import BUDGET, event_name, socket_path
 
 IDLE = 900.0  # seconds without a hook before the engine exits
 STEP_BUDGET = BUDGET - 0.5  # the engine gives up on a step before the client does
@@ -49,30 +48,30 @@ class Daemon:
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.last = time.monotonic()
-        event, payload = "?", {}
+        event, raw = "?", b""
+        answer = b""
         try:
-            line = await reader.readline()
-            request = json.loads(line)
-            event, payload = str(request["event"]), request["payload"]
+            request = await reader.read()  # the client shuts its side when it has sent all
+            head, _, raw = request.partition(b"\n")
+            event = event_name(head.decode())
             if event == "_shutdown":  # tests and `ctxview doctor --stop` end the engine
                 self.last = float("-inf")
-                answer: dict[str, Any] = {"output": None}
-                writer.write(json.dumps(answer).encode() + b"\n")
-                await writer.drain()
-                writer.close()
-                return
-            output = await asyncio.wait_for(self.engine.handle(event, payload), STEP_BUDGET)
-            answer = {"output": output}
+            else:
+                payload = json.loads(raw)
+                if not isinstance(payload, dict):
+                    raise ValueError("the hook input is not a JSON object")
+                event = str(payload.get("hook_event_name") or event)
+                output = await asyncio.wait_for(self.engine.handle(event, payload), STEP_BUDGET)
+                if output is not None:
+                    answer = json.dumps(output, ensure_ascii=False).encode()
         except Exception as exc:  # recorded; the hook prints nothing
             what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if isinstance(exc, TimeoutError):
                 what = f"the step took longer than {STEP_BUDGET:g} s"
-            detail = {k: payload.get(k) for k in ("session_id", "tool_name", "tool_use_id")
-                      if isinstance(payload, dict) and isinstance(payload.get(k), str)}  # fmt: skip
+            event, detail = failures.about(raw, event)
             failures.record(self.store, event, what, detail)
-            answer = {"error": what}
         try:
-            writer.write(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+            writer.write(answer)
             await writer.drain()
             writer.close()
         except OSError:

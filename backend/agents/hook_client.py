@@ -1,7 +1,12 @@
-"""`ctxview hook EVENT`: what Claude Code runs for each hook event. Standard library only, so
-the process that Claude Code waits for starts in a few tens of milliseconds: it hands the hook
-input to the resident engine (`daemon.py`, started on first use, one per store) over a Unix
-socket and prints the answer.
+"""`ctxview hook EVENT`: what Claude Code runs for each hook event. It hands the hook input, as
+the bytes it got, to the resident engine (`daemon.py`, started on first use, one per store) over
+a Unix socket, and prints the engine's answer as it comes.
+
+Every import here is paid on every tool call, so this file runs on its own with the standard
+library's C modules only (`_socket`, `_signal`, `zlib`: no `json`, `socket` or `signal`, whose
+`re` and `enum` imports alone cost more than the rest): `ctxview install claude-code` writes
+`python -S <this file> EVENT` (no site, no package), the leanest start Python has. `python -m
+ctxview.backend.agents.hook_client` and `ctxview hook` work too.
 
 Never breaks the agent: any failure (no engine, a locked store, the 2 s budget passed, a bug,
 an input it does not know) prints nothing and exits 0, so Claude Code keeps its own output; the
@@ -10,19 +15,16 @@ failure is recorded beside the store for `ctxview doctor`. `CTXVIEW_HOOK_FAIL=1`
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
+import _signal
+import _socket
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Any
+import zlib
 
-from . import failures
+TYPE_CHECKING = False  # `typing` alone would double this hook's start-up
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BUDGET = 2.0  # seconds Claude Code's hook may take, all in
 _MARGIN = 0.25  # kept back for exiting cleanly
@@ -35,19 +37,33 @@ class Budget(Exception):
 
 
 def default_store() -> Path:
+    from pathlib import Path
+
+    return Path(_default_store())
+
+
+def _default_store() -> str:
     # As store/paths.py decides (importing it would load the store package and aiosqlite);
     # tests/agents/test_claude_hooks.py checks that the two agree.
     if env := os.environ.get("CTXVIEW_STORE"):
-        return Path(env).expanduser()
+        return os.path.expanduser(env)
     state = os.environ.get("XDG_STATE_HOME")
-    base = Path(state).expanduser() if state else Path.home() / ".local" / "state"
-    return base / "ctxview" / "store.db"
+    base = os.path.expanduser(state) if state else os.path.join(
+        os.path.expanduser("~"), ".local", "state")  # fmt: skip
+    return os.path.join(base, "ctxview", "store.db")
 
 
-def socket_path(store: Path) -> Path:
-    """Short and per store (a Unix socket path is limited to ~100 bytes)."""
-    digest = hashlib.sha256(str(store.resolve()).encode()).hexdigest()[:16]
-    return Path(f"/tmp/ctxview-{os.getuid()}") / f"{digest}.sock"
+def socket_path(store: str | os.PathLike[str]) -> Path:
+    from pathlib import Path
+
+    return Path(_socket_file(os.fspath(store)))
+
+
+def _socket_file(store: str) -> str:
+    """Short and per store (a Unix socket path is limited to ~100 bytes); crc32 rather than
+    hashlib, whose import alone costs more than the rest of the hook's."""
+    name = os.path.realpath(store).encode()
+    return f"/tmp/ctxview-{os.getuid()}/{zlib.crc32(name):08x}{zlib.adler32(name):08x}.sock"
 
 
 def event_name(arg: str) -> str:
@@ -56,57 +72,62 @@ def event_name(arg: str) -> str:
 
 def main(argv: list[str]) -> int:
     start = time.monotonic()
-    store: Path | None = None
+    store: str | None = None
     event = event_name(argv[0]) if argv else "?"
-    detail: dict[str, Any] = {}
+    raw = b""
 
-    def _out_of_time(signum: int, frame: Any) -> None:
+    def _out_of_time(signum: int, frame: object) -> None:
         raise Budget(f"the {BUDGET:g} s budget ran out")
 
-    signal.signal(signal.SIGALRM, _out_of_time)
-    signal.setitimer(signal.ITIMER_REAL, BUDGET - _MARGIN / 2)
+    _signal.signal(_signal.SIGALRM, _out_of_time)
+    _signal.setitimer(_signal.ITIMER_REAL, BUDGET - _MARGIN / 2)
     try:
-        store = _store_arg(argv) or default_store()
+        store = _store_arg(argv) or _default_store()
         raw = sys.stdin.buffer.read()
-        payload = json.loads(raw)
-        if not isinstance(payload, dict):
-            raise ValueError("the hook input is not a JSON object")
-        event = str(payload.get("hook_event_name") or event)
-        detail = {k: payload[k] for k in ("session_id", "tool_name", "tool_use_id")
-                  if isinstance(payload.get(k), str)}  # fmt: skip
         if os.environ.get("CTXVIEW_HOOK_FAIL"):
             raise RuntimeError("failure forced by CTXVIEW_HOOK_FAIL")
-        answer = ask(store, event, payload, deadline=start + BUDGET - _MARGIN)
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        if answer.get("error"):
-            return 0  # the engine recorded it
-        output = answer.get("output")
-        if output is not None:
-            sys.stdout.write(json.dumps(output, ensure_ascii=False))
+        answer = ask(store, event, raw, deadline=start + BUDGET - _MARGIN)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        if answer:  # the engine's JSON output; empty for none (or a failure it recorded)
+            sys.stdout.buffer.write(answer)
             sys.stdout.flush()
     except BaseException as exc:  # a hook must never break the agent
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        with contextlib.suppress(BaseException):
-            failures.record(store, event, f"{type(exc).__name__}: {exc}", detail)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        try:  # noqa: SIM105 - contextlib would be one more import on every call
+            _record(store, event, f"{type(exc).__name__}: {exc}", raw)
+        except BaseException:
+            pass
     return 0
 
 
-def _store_arg(argv: list[str]) -> Path | None:
+def _record(store: str | None, event: str, what: str, raw: bytes) -> None:
+    """Record a failure, with what it is about from the hook input when it was read (parsed
+    only here, on the failure path)."""
+    if __package__:
+        from . import failures
+    else:  # run as a file: its neighbour, also standard library only
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import failures  # type: ignore[no-redef]
+    event, detail = failures.about(raw, event)
+    failures.record(store, event, what, detail)
+
+
+def _store_arg(argv: list[str]) -> str | None:
     for i, a in enumerate(argv):
         if a == "--store" and i + 1 < len(argv):
-            return Path(argv[i + 1]).expanduser()
+            return os.path.expanduser(argv[i + 1])
         if a.startswith("--store="):
-            return Path(a.split("=", 1)[1]).expanduser()
+            return os.path.expanduser(a.split("=", 1)[1])
     return None
 
 
-def ask(store: Path, event: str, payload: dict[str, Any], *, deadline: float) -> dict[str, Any]:
+def ask(store: str, event: str, raw: bytes, *, deadline: float) -> bytes:
     """The engine's answer to one hook event; starts the engine when none is running."""
-    path = socket_path(store)
+    path = _socket_file(store)
     started = False
     while True:
         try:
-            return _exchange(path, {"event": event, "payload": payload}, deadline)
+            return _exchange(path, event.encode() + b"\n" + raw, deadline)
         except (FileNotFoundError, ConnectionRefusedError):
             if not started:
                 spawn(store)
@@ -116,35 +137,39 @@ def ask(store: Path, event: str, payload: dict[str, Any], *, deadline: float) ->
             time.sleep(0.02)
 
 
-def _exchange(path: Path, request: dict[str, Any], deadline: float) -> dict[str, Any]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+def _exchange(path: str, request: bytes, deadline: float) -> bytes:
+    """One request per connection: the event's name, a newline, the hook input; the answer is
+    everything the engine writes before it closes."""
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         s.settimeout(max(0.05, deadline - time.monotonic()))
-        s.connect(str(path))
-        s.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+        s.connect(path)
+        s.sendall(request)
+        s.shutdown(_socket.SHUT_WR)
         chunks = []
-        while True:
-            chunk = s.recv(1 << 16)
-            if not chunk:
-                break
+        while chunk := s.recv(1 << 16):
             chunks.append(chunk)
-    answer = json.loads(b"".join(chunks) or b"{}")
-    return answer if isinstance(answer, dict) else {}
+    finally:
+        s.close()
+    return b"".join(chunks)
 
 
-def spawn(store: Path) -> None:
+def spawn(store: str) -> None:
     """Start the resident engine for `store`, detached (it outlives this hook, and exits by
     itself after a while with nothing to do)."""
+    import subprocess  # only here: its import is a third of the hook's start-up
+
     subprocess.Popen(
-        [sys.executable, "-m", "ctxview.backend.agents.daemon", "--store", str(store)],
+        [sys.executable, "-m", "ctxview.backend.agents.daemon", "--store", store],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True, close_fds=True,
     )  # fmt: skip
 
 
-def stop(store: Path) -> bool:
+def stop(store: str | os.PathLike[str]) -> bool:
     """Ask the store's resident engine to exit; False when none was running."""
     try:
-        _exchange(socket_path(store), {"event": "_shutdown", "payload": {}}, time.monotonic() + 2)
+        _exchange(_socket_file(os.fspath(store)), b"_shutdown\n", time.monotonic() + 2)
     except OSError:
         return False
     return True

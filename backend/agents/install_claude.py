@@ -5,8 +5,8 @@ Claude Code's own config files, merged with what is there.
   the project's `ctxview` server enabled) and `.mcp.json` (the server) in the current folder.
 - `--user`: `~/.claude/settings.json` and `~/.claude.json`'s `mcpServers`.
 
-Ours are recognised by their command (the installed ctxview's interpreter running
-`ctxview.backend.agents.hook_client`, or `… ctxview hook`), so a second install changes
+Ours are recognised by their command (the installed ctxview's interpreter running its
+`backend/agents/hook_client.py`, or `… ctxview hook`), so a second install changes
 nothing, an install after ctxview moved replaces the old path, and uninstall removes exactly
 what install added (and the containers it made that are empty again).
 """
@@ -32,7 +32,7 @@ HOOKS: dict[str, tuple[str, str | None]] = {
     "SessionEnd": ("session-end", None),
 }
 HOOK_TIMEOUT = 5  # seconds: Claude Code's own bound, above the hook's 2 s budget
-_OURS = re.compile(r"ctxview\.backend\.agents\.hook_client\b|\bctxview\"? hook\b")
+_OURS = re.compile(r"backend[/.]agents[/.]hook_client\b|\bctxview\"? hook\b")
 
 
 class InstallError(Exception):
@@ -101,7 +101,11 @@ def ctxview_python() -> str:
 
 
 def hook_command(arg: str, store: Path | None) -> str:
-    cmd = [ctxview_python(), "-m", "ctxview.backend.agents.hook_client", arg]
+    """`python -S <installed hook_client.py> EVENT`: the leanest start (no site, no package
+    import); the client is standard library only and a file of the installed ctxview."""
+    from . import hook_client
+
+    cmd = [ctxview_python(), "-S", str(Path(hook_client.__file__).absolute()), arg]
     if store is not None:
         cmd += ["--store", str(store.expanduser().resolve())]
     return shlex.join(cmd)

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             what = " ".join(str(f[k]) for k in ("tool_name", "tool_use_id") if f.get(k))
             print(f"  {when}  {f.get('event', '?')}{' ' + what if what else ''}: {f.get('error')}")
         if args.clear:
-            failures.log_path(store).unlink(missing_ok=True)
+            Path(failures.log_path(store)).unlink(missing_ok=True)
             print("  (cleared)")
     else:
         print("hook failures: none")

@@ -251,6 +251,9 @@ def test_the_client_prints_nothing_on_failure_and_records_it(tmp_path: Path) -> 
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
         assert failures.read(store)[-1]["tool_name"] == "Bash"
         # The store is a file that is not a store: the engine fails, the hook prints nothing.
+        stop(store)
+        for extra in ("-wal", "-shm"):
+            Path(f"{store}{extra}").unlink(missing_ok=True)
         store.write_text("not a database, clearly " * 100)
         done, took = _client(store, payload)
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")

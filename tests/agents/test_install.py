@@ -51,7 +51,8 @@ def test_project_install_merges_is_idempotent_and_uninstall_restores(tmp_path: P
     assert post[0] == THEIRS["hooks"]["PostToolUse"][0] and post[1]["matcher"] == "*"
     command = shlex.split(post[1]["hooks"][0]["command"])
     assert Path(command[0]).is_absolute() and Path(command[0]).exists()  # the installed ctxview
-    assert command[1:] == ["-m", "ctxview.backend.agents.hook_client", "post-tool-use"]
+    assert command[1] == "-S" and command[3] == "post-tool-use"  # the lean start, by file
+    assert command[2].endswith("backend/agents/hook_client.py") and Path(command[2]).exists()
     m = json.loads(mcp.read_text())
     assert m["mcpServers"]["other"] == THEIR_MCP["mcpServers"]["other"]
     server = m["mcpServers"]["ctxview"]
