@@ -450,3 +450,29 @@ async def test_a_foreign_file_keeps_its_mode(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         await Writer.open(other)
     assert _mode(other) == 0o644
+
+
+def test_quick_check_of_a_large_store_stops_at_its_budget(tmp_path: Path) -> None:
+    """Past FULL_CHECK_BYTES the check is cut off by its budget (the viewer's first screen)."""
+    from ctxview.backend.store.connect import quick_check
+
+    store = tmp_path / "big.db"
+    with sqlite3.connect(store) as conn:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT)")
+        conn.execute("CREATE INDEX t_a ON t (a)")
+        conn.executemany(
+            "INSERT INTO t (a, b) VALUES (?, ?)", ((f"k{i}", "x" * 500) for i in range(120_000))
+        )
+    conn.close()
+    conn = sqlite3.connect(store)
+    try:
+        t0 = time.perf_counter()
+        assert quick_check(conn, None) is None
+        full = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        assert quick_check(conn, 0.002) is None
+        cut = time.perf_counter() - t0
+        assert cut < full / 2, (cut, full)
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (120_000,)  # not interrupted
+    finally:
+        conn.close()

@@ -22,10 +22,12 @@ from .schema import StoreError
 # tests and for slow network disks.
 BUSY_TIMEOUT_MS = int(os.environ.get("CTXVIEW_BUSY_TIMEOUT_MS", "10000"))
 
-# SQLite's quick_check on open, stopped after this long. It walks every page of every b-tree
-# (about 0.1 s per 200 MB here, warm), so stores up to a few hundred MB are checked in full;
-# a larger one is checked as far as the budget goes, which keeps the viewer's first screen
-# within its 1.5 s (bench/bench_viewer.py: 862 MB, 100,000 results).
+# SQLite's quick_check on open. It walks every page of every b-tree: 0.1 s per 200 MB here when
+# the machine is quiet, 2.8-3 s for the viewer bench's 865 MB store when it is busy. A store up
+# to FULL_CHECK_BYTES is checked in full, whatever the load (a busy machine must not skip it);
+# a larger one as far as QUICK_CHECK_SECONDS goes, which keeps the viewer's first screen within
+# its 1.5 s (bench/bench_viewer.py: 100,000 results; Reader.open 0.26 s there).
+FULL_CHECK_BYTES = 64 << 20
 QUICK_CHECK_SECONDS = 0.25
 
 T = TypeVar("T")
@@ -81,7 +83,9 @@ async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
         version = await on_thread(conn, schema.check)
         if not create and version is None:
             raise StoreError(f"{path} is an empty SQLite database, not a ctxview store yet.")
-        problem = await on_thread(conn, quick_check, QUICK_CHECK_SECONDS)
+        size = os.path.getsize(path)
+        budget = None if size <= FULL_CHECK_BYTES else QUICK_CHECK_SECONDS
+        problem = await on_thread(conn, quick_check, budget)
         if problem is not None:
             raise StoreError(
                 f"The store at {path} is damaged (SQLite's check found: {problem}); "
@@ -173,8 +177,9 @@ def tidy_after_read(path: Path, before: tuple[bool, bool], opened: tuple[int, in
         pass  # in use or gone: leaving the files is what SQLite itself would do
 
 
-def quick_check(conn: sqlite3.Connection, budget: float) -> str | None:
-    """The first problem `PRAGMA quick_check` finds, or None (none found, or the budget ran out).
+def quick_check(conn: sqlite3.Connection, budget: float | None) -> str | None:
+    """The first problem `PRAGMA quick_check` finds, or None (none found, or the budget, when
+    there is one, ran out).
 
     SQLite's progress handler is not called inside the b-tree walk, so the budget is enforced by
     interrupting the connection from a watchdog thread; the lock keeps a late interrupt from
@@ -184,7 +189,7 @@ def quick_check(conn: sqlite3.Connection, budget: float) -> str | None:
 
     def stop() -> None:
         # Again every 50 ms: an interrupt that comes before the statement starts is lost.
-        if finished.wait(budget):
+        if finished.wait(budget or 0):
             return
         while True:
             with lock:
@@ -194,8 +199,8 @@ def quick_check(conn: sqlite3.Connection, budget: float) -> str | None:
             if finished.wait(0.05):
                 return
 
-    watchdog = threading.Thread(target=stop, name="ctxview-quick-check", daemon=True)
-    watchdog.start()
+    if budget is not None:
+        threading.Thread(target=stop, name="ctxview-quick-check", daemon=True).start()
     try:
         rows = conn.execute("PRAGMA quick_check(1)").fetchall()
     except sqlite3.OperationalError as exc:
