@@ -204,19 +204,23 @@ async def test_search_finds_hits_and_n_steps(filled: Filled) -> None:
         await pilot.press("home")
         await pilot.press("slash", *"return", "enter")
         screen = pilot.app.screen
-        assert isinstance(screen, TranscriptScreen) and len(screen.hits) >= 3
-        first = view.cursor_block.rid  # type: ignore[union-attr]
-        assert first in screen.hits
+        assert isinstance(screen, TranscriptScreen)
+        await wait_for(pilot, lambda: view.hit_line is not None)
+        assert len(screen.hits) >= 3
+        # A hit is an event (a result, a call, a message): the cursor goes to its block.
+        first = view.cursor_block
+        assert first is view.outline.block_at_seq(screen.hits[0].seq)
         await pilot.press("n")
-        assert view.cursor_block.rid == screen.hits[1]  # type: ignore[union-attr]
+        second = view.outline.block_at_seq(screen.hits[1].seq)
+        await wait_for(pilot, lambda: view.cursor_block is second)
         await pilot.press("N")
-        assert view.cursor_block.rid == first  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: view.cursor_block is first)
         assert f"hit 1/{len(screen.hits)}" in str(screen.query_one("#status").render())
         # The words are marked in the results on screen.
         assert view.words == ("return",)
         await settle(pilot, view)
         block = view.cursor_block
-        strips = view._strips_for(block, view.size.width - 2)  # type: ignore[arg-type]
+        strips = view._strips_for(block, view.body_width)  # type: ignore[arg-type]
         hit = view.palette.hit
         marked = [
             seg.text
