@@ -24,6 +24,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from ..agents.live import stored_calls
 from ..tools import ToolError
 from ..tools import patch as patch_tool
 from .common import (
@@ -63,6 +64,7 @@ class CodexParser:
         # The response being gathered, and at the end of what was read the seq it was stored at
         # provisionally (see `provisional`).
         self._msg: dict[str, Any] | None = state.get("msg")
+        self._live: set[str] | None = None  # call ids `ctxview mcp` stored (see `_result`)
 
     def state(self) -> dict[str, Any]:
         return {"pending": self._pending, "usage": self._usage, "total": self._total,
@@ -216,6 +218,8 @@ class CodexParser:
 
     async def _result(self, call_id: str, output: Any, ts: float) -> None:
         call = self._pending.pop(call_id, None) or {"name": "unknown", "input": {}}
+        if await self._stored_live(call_id):
+            return
         name, args = call["name"], call["input"]
         text, exit_code = _output_text(output)
         seen = len(output) if isinstance(output, str) else len(text)
@@ -248,6 +252,17 @@ class CodexParser:
                 await main.read({"path": path, "command": script}, path, first, lines, None, **ref)
                 return
         await main.generic("bash", args, text, **ref)
+
+    async def _stored_live(self, call_id: str) -> bool:
+        """A result `ctxview mcp` already stored in this session while Codex ran, with the id
+        the model saw and Codex's call id as its ref (backend/agents/mcp_server.py): the import
+        adds the messages and usage around it, never a second copy."""
+        main = self.hub.main
+        if not main.data.get("hooked"):
+            return False
+        if self._live is None or call_id not in self._live:  # stored since the last look
+            self._live = await stored_calls(self.hub.writer, main.id)
+        return call_id in self._live
 
     async def _patch(self, main: Replay, name: str, args: dict[str, Any], patch: str, text: str,
                      exit_code: int | None, ref: dict[str, Any]) -> None:  # fmt: skip

@@ -9,6 +9,7 @@ import os
 import re
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -135,3 +136,18 @@ def test_codex_gets_the_rules_through_ctxview_mcp(tmp_path: Path) -> None:
     assert sorted(shown) == [0x1000, 0x1001, 0x1002, 0x1003, 0x1004]
     for i, rid in enumerate(sorted(shown)):
         assert got[i].endswith(shown[rid])
+
+    # An import of Codex's rollout lands in that session and adds its messages, never a second
+    # copy of the results under other ids.
+    imported = subprocess.run(
+        [sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), "import",
+         str(rollout)], capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    assert [r[0] for r in _sessions(store)] == [rows[0][0]]
+    assert _shown(store, rows[0][0]) == shown
+    conn = sqlite3.connect(store)
+    said = conn.execute("SELECT text FROM events WHERE kind = 'message' AND role = 'assistant'"
+                        " AND text != ''").fetchall()  # fmt: skip
+    conn.close()
+    assert ("All done.",) in said
