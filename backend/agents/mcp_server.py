@@ -72,6 +72,14 @@ DESCRIPTIONS = {
               "id with or without #; offset is the first line (from 1), limit the number.",
 }  # fmt: skip
 
+# With the whole set, the model is asked to work through it: a host's own tool (Codex's
+# apply_patch, which cannot be switched off) answers outside the rules and outside the store.
+PREFER = (
+    "\n## Tools\n\nUse this server's tools (read, list, glob, grep, bash, edit, multiedit, "
+    "write, apply_patch, recall) rather than the host's own tools for the same jobs: their "
+    "results follow the rules above, are kept, and recall finds them.\n"
+)
+
 # Keys a host may put in a call's `_meta` for its own id of the call (Codex: `callId`): stored
 # as the call's ref, so an import of the host's transcript can pair it with the stored result.
 _CALL_KEYS = ("callId", "toolUseId", "tool_use_id", "claudecode/toolUseId")
@@ -258,7 +266,7 @@ def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPS
 
     server = MCPServer(
         "ctxview",
-        instructions=context_block(),
+        instructions=context_block() + (PREFER if len(tools) > 1 else ""),
         version=_version(),
         lifespan=lifespan,
     )

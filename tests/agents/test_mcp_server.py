@@ -65,6 +65,7 @@ async def test_the_whole_set_over_stdio(ws: Path, tmp_path: Path) -> None:
         listed = await client.list_tools()
         assert [t.name for t in listed.tools] == list(TOOLS)
         assert "Unchanged re-reads" in (client.instructions or "")  # spec §9's block
+        assert "rather than the host's own tools" in (client.instructions or "")
 
         async def call(tool: str, **args: object) -> str:
             result = await client.call_tool(tool, args)
