@@ -22,11 +22,11 @@ SECRETS: list[tuple[str, str]] = [
     ("google-api-key", "AIza" + "SyD" + _R),
     ("google-oauth-secret", "GOCSPX-" + _R[:28]),
     ("google-oauth-token", "ya29." + "a0AfH6SM" + _R),
-    ("private-key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + _R + "\n"
-                    + _R2 + "==\n-----END RSA PRIVATE KEY-----"),
-    ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA" + _R2
-                    + "\n-----END OPENSSH PRIVATE KEY-----"),
-    ("jwt", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ik"
+    ("private-key", "-----BEGIN RSA PRIVATE" + " KEY-----\nMIIEpAIBAAKCAQEA" + _R + "\n"
+                    + _R2 + "==\n-----END RSA PRIVATE" + " KEY-----"),
+    ("private-key", "-----BEGIN OPENSSH PRIVATE" + " KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA" + _R2
+                    + "\n-----END OPENSSH PRIVATE" + " KEY-----"),
+    ("jwt", "eyJhbGciOiJIUzI1NiIs" + "InR5cCI6IkpXVCJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ik"
             + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"),
     ("password-in-url", "postgres://admin:" + "s3cretPassw0rd" + "@db.internal:5432/shop"),
     ("password-in-url", "https://deploy:" + "hunter2hunter2" + "@git.example.com/repo.git"),

@@ -165,15 +165,15 @@ class Source:
         stored text of every result (else only of a capped one, for its elided middle)."""
         after = 0
         while True:
-            rows = self.conn.execute(
-                _RANGE_SQL, (session_id, after, int(stored), CHUNK)
-            ).fetchall()
-            if not rows:
-                return
-            for row in rows:
+            # Stepped a row at a time, not fetched as a list: a range of huge bodies never sits
+            # in memory at once (other queries may run on the connection in between).
+            n = 0
+            for row in self.conn.execute(_RANGE_SQL, (session_id, after, int(stored), CHUNK)):
+                n += 1
+                after = row[0]
                 yield self._item(session_id, row)
-            after = rows[-1][0]
-            del rows
+            if n < CHUNK:
+                return
 
     def _item(self, session_id: str, row: tuple[Any, ...]) -> Item:
         n = len(EVENT_COLUMNS)
