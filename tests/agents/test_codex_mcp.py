@@ -5,7 +5,6 @@ greps twice and recalls the first read; the requests Codex sends carry the 3.0.0
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
@@ -110,9 +109,10 @@ def test_codex_gets_the_rules_through_ctxview_mcp(tmp_path: Path) -> None:
         "recall",
     }  # fmt: skip
 
-    # The server's instructions (spec §9's block, and to use its tools) reach the model.
-    prompt = json.dumps(requests[0]["input"])
-    assert "Unchanged re-reads" in prompt and "rather than the host's own tools" in prompt
+    # The server's instructions (spec §9's block, and to use its tools) reach the model: Codex
+    # gives them as the description of the server's namespace.
+    told = space["description"]
+    assert "Unchanged re-reads" in told and "rather than the host's own tools" in told
 
     # Each request carries the answer to the call before it, as ctxview shaped it.
     got = [tool_outputs(requests[i])[f"call_{i}"] for i in range(1, 6)]
