@@ -72,6 +72,8 @@ class Plan:
             if remove_empty and not data and self.before.get(path) is not None:
                 path.unlink()
                 self.removed.append(path)
+                if path.parent.name == ".claude" and not any(path.parent.iterdir()):
+                    path.parent.rmdir()  # the folder held only that file
                 continue
             text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
             if self.before.get(path) is not None and _same(self.before[path], data):
