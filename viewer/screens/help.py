@@ -23,12 +23,15 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("↑ ↓  pgup pgdn  home", "scroll"),
     ]),
     ("Find", [
-        ("/", "search the session's stored results"),
+        ("/", "search the session: messages, calls, thinking, summaries, results"),
+        ("/ (session list)", "search every session"),
         ("n  N", "next / previous hit"),
         ("ctrl+p", "command palette: ids, paths, tools, sessions, themes"),
     ]),
     ("Show", [
         ("m", "what the model saw / the full stored text"),
+        ("t", "open / fold a message's thinking, a call's prompt, file or input"),
+        ("r", "messages as their raw text / as Markdown"),
         ("click an id", "open the full stored result"),
         ("click a stub", "go to the result it stands for"),
         ("click an elision", "open the elided middle in place"),
