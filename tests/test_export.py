@@ -247,3 +247,16 @@ def test_memory_stays_flat(tmp_path: Path) -> None:
     assert len(list(tmp_path.glob("big.p*.html"))) >= 3
     # The plan's maps grow by ~100 bytes a result; everything else is flat.
     assert p_big < p_small * 2.5 + 3, (p_small, p_big)
+
+
+def test_elided_middle_lines() -> None:
+    """The middle of a stored text, found from both ends, is exactly lines index..index+n-1."""
+    import random
+
+    from ctxview.backend.export.html import _nth_lines
+
+    rng = random.Random(11)
+    for _ in range(3000):
+        lines = [f"l{i}" * rng.randint(0, 3) for i in range(rng.randint(1, 150))]
+        index, n = rng.randint(0, len(lines) + 2), rng.randint(0, len(lines) + 2)
+        assert _nth_lines("\n".join(lines), index, n) == "\n".join(lines[index : index + n])

@@ -261,7 +261,20 @@ def _elision(ctx: Ctx, line: str, n: int, index: int, stored: str | None) -> str
 
 
 def _nth_lines(text: str, index: int, n: int) -> str:
-    """Lines index..index+n-1 of text, without splitting more of it than that."""
+    """Lines index..index+n-1 of text, without splitting more of it than that. A capped
+    result's middle ends a few lines before the text does: found from both ends."""
+    if n <= 0:
+        return ""
+    total = text.count("\n") + 1
+    tail = total - index - n
+    if 0 <= tail <= 64 and index <= 64:
+        start = 0
+        for _ in range(index):
+            start = text.find("\n", start) + 1
+        end = len(text)
+        for _ in range(tail):
+            end = text.rfind("\n", 0, end)
+        return text[start:end]
     if index + n < 20_000:
         parts = text.split("\n", index + n)
         return "\n".join(parts[index : index + n])
