@@ -368,10 +368,14 @@ class HookEngine:
             text = "\n".join(str(b.get("text", "")) for b in blocks)
         else:  # a shape whose text we cannot replace: stored, its id given beside it
             text = json.dumps(resp, ensure_ascii=False, default=str)
-            await session.insert(name, args, text, call_ref=ref, seen=len(text))
-            assert session.last is not None
-            bracket = f"[{session.ref(session.last.rid)}]"
-            return _post(None, f"{bracket} is the id of this {name} result.")
+            ts = time.time()
+            result = session._generic(name, text)
+            # The model keeps Claude Code's own rendering and gets this line after it: that
+            # line is what the rules gave it, so it is what is stored as shown.
+            result.shown = f"[{session.ref(result.rid)}] is the id of this {name} result."
+            call = session._call_event(ts, name, args, ref or session._call_ref())
+            await session._store(result, call.call_ref or "", len(text), ts, call=call)
+            return _post(None, result.shown)
         shown = await session.insert(name, args, text, call_ref=ref, seen=len(text))
         if isinstance(resp, str):
             return _post(shown)

@@ -49,7 +49,7 @@ class Project:
         """One headless run; its JSON result."""
         done = subprocess.run(
             [str(CLAUDE), "-p", *args, "--output-format", "json",
-             "--allowedTools", "Read,Bash,Edit,Write,mcp__ctxview__recall"],
+             "--allowedTools", "Read,Bash,Edit,Write,Agent,mcp__ctxview__recall"],
             cwd=self.root, env=self.env(api_url, **extra), capture_output=True, text=True,
             timeout=120,
         )  # fmt: skip

@@ -135,6 +135,10 @@ async def test_other_tools_are_generic_and_ctxviews_own_pass(engine, tmp_path):
     ctx = (await engine.handle("PostToolUse", odd))["hookSpecificOutput"]
     assert ctx == {"hookEventName": "PostToolUse",
                    "additionalContext": "[#1002] is the id of this WebSearch result."}
+    conn = sqlite3.connect(engine.store)
+    shown, stored = conn.execute("SELECT shown, stored FROM bodies WHERE rid = ?",
+                                 (0x1002,)).fetchone()  # fmt: skip
+    assert shown == ctx["additionalContext"] and json.loads(stored) == {"results": [1, 2]}
     own = base(tmp_path, hook_event_name="PostToolUse", tool_name="mcp__ctxview__recall",
                tool_use_id="r1", tool_input={"id": "#1000"}, tool_response="[#1003 recall …]")
     assert await engine.handle("PostToolUse", own) is None

@@ -1,0 +1,45 @@
+"""A sub-agent under the hook (Claude Code 2.1.328 runs Agent asynchronously): its tools are
+shaped in its own session `cc-<agent_id>`, linked to the Agent call of its parent, and the
+Agent call's own output (metadata, a shape the hook cannot rewrite) gets its id beside it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from claude_helpers import after_result, needs_claude, project, tool_results
+from fake_anthropic import FakeAnthropic
+
+pytestmark = [needs_claude, pytest.mark.e2e]
+
+
+def test_a_sub_agents_results_land_in_its_own_linked_session(tmp_path: Path) -> None:
+    with project(tmp_path) as p:
+        (p.root / "a.txt").write_text("one\ntwo\n")
+        assert p.ctxview("install", "claude-code").returncode == 0
+        steps = [
+            {"tool": "Agent", "input": {"description": "look at a", "prompt": "read a.txt",
+                                        "subagent_type": "general-purpose"}},
+            {"tool": "Read", "input": {"file_path": str(p.root / "a.txt")}},  # the sub-agent
+            {"text": "a.txt says one, two."},
+            {"text": "Done."},
+        ]
+        with FakeAnthropic(steps) as api:
+            result = p.claude(api.url, "use an agent")
+            requests = api.main_requests
+        sid = result["session_id"]
+        sub = next(r for r in requests if "toolu_0002_Read" in tool_results(r))
+        assert tool_results(sub)["toolu_0002_Read"].startswith(
+            f"0\t[#1000 {p.root / 'a.txt'} lines 1-2 of 2 sha ")  # fmt: skip
+        main = next(r for r in requests if "toolu_0001_Agent" in tool_results(r))
+        assert "PostToolUse:Agent hook additional context: [#1000] is the id of this Agent result." in (
+            after_result(main, "toolu_0001_Agent"))
+        conn = sqlite3.connect(p.store)
+        rows = dict(conn.execute("SELECT id, parent_session FROM sessions").fetchall())
+        agent = next(k for k in rows if k != f"cc-{sid}")
+        assert rows == {f"cc-{sid}": None, agent: f"cc-{sid}"}
+        (call,) = conn.execute("SELECT parent_call FROM sessions WHERE id = ?", (agent,)).fetchone()
+        assert call == "toolu_0001_Agent"
+        assert conn.execute("SELECT tool, rid FROM events WHERE session = ? AND kind = 'result'",
+                            (agent,)).fetchall() == [("read", 0x1000)]  # fmt: skip
