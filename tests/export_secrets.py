@@ -64,4 +64,9 @@ LOOKALIKES = [
     "token = tokenizer.next_token()",
     "the password field is required",
     "test_receipt_shows_savings_of_FIVEOFF_2",
+    # Seen in real sessions: a dependency, code, a count, a file name with a date and an id.
+    '"gpt-tokenizer": "^2.1.2"',
+    "const PROMPT_TOKENS = encode(chatSettings.prompt).length",
+    "export MAX_THINKING_TOKENS=10000",
+    "/work/shared/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
 ]

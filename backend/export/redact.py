@@ -34,11 +34,22 @@ class Finder:
     guard: Guard
     group: int = 0  # the part replaced: 0 the whole match, else that group
     gate: str = "run"  # run: needs a long token run; url: needs "://"; word: a secret-ish word
+    spare: Callable[[str], bool] | None = None  # a matched value that is not a secret after all
 
 
 def _f(kind: str, regex: str, guard: Guard, group: int = 0, flags: int = 0,
-       gate: str = "run") -> Finder:  # fmt: skip
-    return Finder(kind, re.compile(regex, flags), guard, group, gate)
+       gate: str = "run", spare: Callable[[str], bool] | None = None) -> Finder:  # fmt: skip
+    return Finder(kind, re.compile(regex, flags), guard, group, gate, spare)
+
+
+# Values beside a secret-looking name that are not secrets: counts and versions
+# (MAX_TOKENS=4096, "gpt-tokenizer": "^2.1.2"), code (TOKEN = encode(prompt)), placeholders.
+_NOT_A_VALUE = re.compile(r"[\d^~.<>=v*x+-]+|.*[()].*|<[^>]*>|x{3,}|\*{3,}|(?i:changeme|none|null|"
+                          r"true|false|undefined|your[_-].*)")  # fmt: skip
+
+
+def _not_a_value(value: str) -> bool:
+    return bool(_NOT_A_VALUE.fullmatch(value))
 
 
 _B = r"(?<![A-Za-z0-9_])"  # a token's start: not inside a longer word
@@ -90,14 +101,15 @@ FINDERS: tuple[Finder, ...] = (
     _f("env-secret",
        r"(?<![A-Za-z0-9_])(?:[A-Z0-9]+_)*(?:" + _secret_name + r")(?:_[A-Z0-9]+)*S?"
        r"[\"']?[ \t]*[=:][ \t]*([\"']?)(?![$\[{(<])([^\s\"'`,;]{3,})\1",
-       _has(*_SECRET_WORDS), group=2, gate="word"),
+       _has(*_SECRET_WORDS), group=2, gate="word", spare=_not_a_value),
     # "password": "hunter2", client_secret = 'abc…' (a quoted literal; code calls are left)
     _f("env-secret",
        r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_.-]*(?:secret|passw(?:or)?d|token|api[_-]?key|"
-       r"access[_-]?key|private[_-]?key|credentials?)[A-Za-z0-9_.-]*[\"']?[ \t]*[=:][ \t]*"
+       r"access[_-]?key|private[_-]?key|credentials?)(?-i:(?![a-z]))[A-Za-z0-9_.-]*[\"']?[ \t]*"
+       r"[=:][ \t]*"
        r"([\"'])(?![$\[{(<])([^\s\"']{4,})\1",
        _has(*_lower_words, *_SECRET_WORDS, "Password", "Secret", "Token", "ApiKey", "apiKey"),
-       group=2, gate="word"),
+       group=2, gate="word", spare=_not_a_value),
 )  # fmt: skip
 
 # High entropy: a run of base64/url-safe characters, judged in Python (entropy, mix of kinds).
@@ -105,7 +117,6 @@ _RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+
 _HEX = re.compile(r"[0-9a-fA-F-]+")
 _KNOWN_ID = re.compile(r"(?:toolu|srvtoolu|msg|req|call|fc|resp|rs|ws|msgbatch|file|agent|"
                        r"chatcmpl|run|thread|asst|step)_[A-Za-z0-9_]+")  # fmt: skip
-_REDACTED = re.compile(r"\[redacted: [a-z-]+\]")
 # A JSON key that names a secret: password, client_secret, GITHUB_TOKEN, apiKey (not "tokens",
 # "max_tokens" or "token_count", which are counts).
 _SECRET_KEY = re.compile(
@@ -124,6 +135,10 @@ def entropy(s: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
 
 
+def _wordish(part: str) -> bool:
+    return len(part) < 8 or part.isalpha() or part.isdigit() or bool(_HEX.fullmatch(part))
+
+
 def high_entropy(token: str) -> bool:
     """A random-looking token: long, upper and lower case and digits mixed, high entropy; not
     hex (hashes, uuids), not a path of short parts, not a known record id."""
@@ -139,8 +154,8 @@ def high_entropy(token: str) -> bool:
             and any(c.isdigit() for c in core)):  # fmt: skip
         return False
     parts = re.split(r"[_-]", core)
-    if len(parts) > 2 and max(len(p) for p in parts) < 12:
-        return False  # snake_case or kebab-case words: an identifier
+    if len(parts) > 2 and all(_wordish(p) for p in parts):
+        return False  # snake_case or kebab-case words, numbers, hex: an identifier or a name
     return entropy(core) >= min(4.0, 0.82 * math.log2(len(core)))
 
 
@@ -201,7 +216,9 @@ def _apply(finder: Finder, text: str, counts: Counter[str]) -> str:
             counts[finder.kind] += 1
             return mark(finder.kind)
         value = m.group(g)
-        if value is None or _REDACTED.fullmatch(value) or value.startswith("[redacted"):
+        if value is None or value.startswith("[redacted") or (
+            finder.spare is not None and finder.spare(value)
+        ):
             return m.group(0)
         counts[finder.kind] += 1
         start, end = m.span(g)
@@ -269,7 +286,7 @@ class Redactor:
             out = {}
             for k, v in value.items():
                 if (isinstance(v, str) and len(v) >= 4 and _SECRET_KEY.fullmatch(k)
-                        and not v.startswith(("$", "[redacted"))):  # fmt: skip
+                        and not v.startswith(("$", "[redacted")) and not _not_a_value(v)):  # fmt: skip
                     self.counts["env-secret"] += 1
                     out[redact_text(k, self.counts)] = mark("env-secret")
                 else:
