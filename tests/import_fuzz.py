@@ -31,7 +31,7 @@ GOOD = FIXTURES / "claude_session.jsonl"
 def sources() -> list[Path]:
     found = [p for p in sorted(FIXTURES.glob("*.jsonl")) if "neither" not in p.name]
     if REALDATA.is_dir():
-        found += [p for p in sorted(REALDATA.rglob("*.jsonl")) if p.stat().st_size < 800_000]
+        found += [p for p in sorted(REALDATA.rglob("*.jsonl")) if p.stat().st_size < 400_000]
     return found
 
 

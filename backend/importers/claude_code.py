@@ -74,6 +74,11 @@ class ClaudeParser:
             "msg": self._msg,
         }
 
+    def unsaid(self) -> bool:
+        """A message is being gathered that is not stored yet (a commit fell at the end of the
+        file, before `provisional` ran)."""
+        return self._msg is not None and not self._msg.get("provisional")
+
     async def provisional(self) -> None:
         """The end of what is written: the gathered message is stored as it is (a reader sees
         it) and stays open; if the file grows and its next record continues it, the stored event

@@ -70,6 +70,11 @@ class CodexParser:
         return {"pending": self._pending, "usage": self._usage, "total": self._total,
                 "model": self._model, "msg": self._msg}  # fmt: skip
 
+    def unsaid(self) -> bool:
+        """A message is being gathered that is not stored yet (a commit fell at the end of the
+        file, before `provisional` ran)."""
+        return self._msg is not None and not self._msg.get("provisional")
+
     async def provisional(self) -> None:
         """The end of what is written: the gathered response is stored as it is and stays open;
         if the file grows, the usage or output that ends it replaces the stored event with the

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from .common import parse_line
 
 CLAUDE = "claude-code"
 CODEX = "codex"
@@ -23,8 +24,10 @@ _CODEX_ITEMS = frozenset({"message", "reasoning", "function_call", "function_cal
                           "custom_tool_call", "custom_tool_call_output", "local_shell_call"})  # fmt: skip
 
 # How much of a file is looked at: enough lines to pass a few bad ones, never the whole file.
+# A line is read whole, however long (one record can be a 50 MB image), but only while fewer
+# than _PEEK_BYTES have been read: a file of huge lines of neither format is not read through.
 _PEEK_LINES = 20
-_PEEK_BYTES = 4 << 20
+_PEEK_BYTES = 256 << 20
 
 
 class NotTranscript(Exception):
@@ -64,13 +67,15 @@ def detect(path: Path) -> str | None:
     seen_json = False
     with open(path, "rb") as f:
         for _ in range(_PEEK_LINES):
-            raw = f.readline(_PEEK_BYTES)
+            if f.tell() >= _PEEK_BYTES:
+                break
+            raw = f.readline()
             if not raw:
                 break
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = parse_line(raw)
             except (ValueError, RecursionError):
                 continue
             seen_json = True

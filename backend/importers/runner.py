@@ -67,6 +67,7 @@ class Progress(Protocol):
 class Parser(Protocol):
     async def feed(self, rec: Any, lineno: int) -> None: ...
     async def provisional(self) -> None: ...
+    def unsaid(self) -> bool: ...
     def state(self) -> dict[str, Any]: ...
 
 
@@ -288,7 +289,7 @@ class FileImporter:
             )  # fmt: skip
             self.offset = self.line = 0
             self.parser = self._parser({})
-        elif now.size == self.offset and self.ident is not None:
+        elif now.size == self.offset and self.ident is not None and not self.parser.unsaid():
             self.ident = now
             return False  # nothing new: an import of an unchanged file adds nothing
         problems = len(report.problems)
