@@ -25,10 +25,23 @@ pytestmark = pytest.mark.skipif(
     reason="@openai/codex is not installed: run `npm ci` in tests/agents/codex (.ci/run does)",
 )
 
+# Loopback only: no update check, analytics, telemetry export or plugin sync (each of which
+# Codex 0.169.0 otherwise tries on its own).
 PROVIDER = """\
 # the person's own settings, kept by the install
 model = "gpt-test"
 model_provider = "fake"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[otel]
+exporter = "none"
+metrics_exporter = "none"
+
+[features]
+plugins = false
 
 [model_providers.fake]
 name = "scripted"
