@@ -47,6 +47,7 @@ from . import live
 
 OWN_TOOLS = "mcp__ctxview__"
 _EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write", "NotebookEdit": "edit"}
+_TOOL_NAMES = {"Bash": "bash", "Read": "read", **_EDITS}
 # A hook's writes give up well inside Claude Code's 2 s budget rather than wait on a lock.
 BUSY_MS = 900
 
@@ -109,7 +110,7 @@ class HookEngine:
 
     async def handle(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """The hook's JSON output for one event, or None for none (Claude Code keeps its own)."""
-        if event == "PostToolUse":
+        if event in ("PostToolUse", "PostToolUseFailure"):
             name = payload.get("tool_name")
             if not isinstance(name, str) or name.startswith(OWN_TOOLS):
                 return None
@@ -134,6 +135,8 @@ class HookEngine:
         session = served.session
         if event == "PostToolUse":
             return await self._post_tool_use(session, payload)
+        if event == "PostToolUseFailure":
+            return await self._failed(session, payload)
         if event == "SessionStart":
             source = str(payload.get("source") or "startup")
             assert self.writer is not None
@@ -357,6 +360,31 @@ class HookEngine:
             call_ref=ref, seen=len(json.dumps(resp, default=str)),
         )  # fmt: skip
 
+    async def _failed(self, session: Session, p: dict[str, Any]) -> dict[str, Any] | None:
+        """A tool that failed (a command's non-zero exit, an edit whose string is not there):
+        Claude Code sends the model its error and lets a hook add context only, so the error
+        is stored in full and the model gets its id beside it."""
+        error = p.get("error")
+        if not isinstance(error, str) or p.get("is_interrupt"):
+            return None
+        name = str(p["tool_name"])
+        args = p.get("tool_input") if isinstance(p.get("tool_input"), dict) else {}
+        ref = p.get("tool_use_id") if isinstance(p.get("tool_use_id"), str) else None
+        return await self._beside(session, _TOOL_NAMES.get(name, name), args, error, ref,
+                                  f"the id of this failed {name} call's output")  # fmt: skip
+
+    async def _beside(self, session: Session, tool: str, args: dict[str, Any], text: str,
+                      ref: str | None, what: str) -> dict[str, Any]:  # fmt: skip
+        """Store `text` in full as a result whose shown text is the one line the model gets
+        beside Claude Code's own output: `[#id] is <what>.`"""
+        ts = time.time()
+        result = session._generic(tool, text)
+        result.shown = f"[{session.ref(result.rid)}] is {what}."
+        call = session._call_event(ts, tool, args, ref or session._call_ref())
+        await session._store(result, call.call_ref or "", len(text), ts, call=call)
+        return _post(None, result.shown, event="PostToolUseFailure" if "failed" in what
+                     else "PostToolUse")  # fmt: skip
+
     async def _generic(self, session: Session, name: str, args: dict[str, Any], resp: Any,
                        ref: str | None) -> dict[str, Any] | None:  # fmt: skip
         blocks = resp.get("content") if isinstance(resp, dict) else None
@@ -367,15 +395,10 @@ class HookEngine:
         ):
             text = "\n".join(str(b.get("text", "")) for b in blocks)
         else:  # a shape whose text we cannot replace: stored, its id given beside it
+            # (the model keeps Claude Code's own rendering and gets the id line after it)
             text = json.dumps(resp, ensure_ascii=False, default=str)
-            ts = time.time()
-            result = session._generic(name, text)
-            # The model keeps Claude Code's own rendering and gets this line after it: that
-            # line is what the rules gave it, so it is what is stored as shown.
-            result.shown = f"[{session.ref(result.rid)}] is the id of this {name} result."
-            call = session._call_event(ts, name, args, ref or session._call_ref())
-            await session._store(result, call.call_ref or "", len(text), ts, call=call)
-            return _post(None, result.shown)
+            return await self._beside(session, name, args, text, ref,
+                                      f"the id of this {name} result")  # fmt: skip
         shown = await session.insert(name, args, text, call_ref=ref, seen=len(text))
         if isinstance(resp, str):
             return _post(shown)
@@ -411,8 +434,9 @@ class HookEngine:
                                        "additionalContext": table}}  # fmt: skip
 
 
-def _post(updated: Any, context: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"hookEventName": "PostToolUse"}
+def _post(updated: Any, context: str | None = None, event: str = "PostToolUse"
+          ) -> dict[str, Any]:  # fmt: skip
+    out: dict[str, Any] = {"hookEventName": event}
     if updated is not None:
         out["updatedToolOutput"] = updated
     if context:

@@ -33,8 +33,22 @@ class Daemon:
         self.last = time.monotonic()
         self.server: asyncio.AbstractServer | None = None
 
+    async def _same_store(self) -> None:
+        """A store removed or replaced since the engine opened it (a person starting afresh)
+        is opened again, rather than written to as a file nobody can see any more."""
+        try:
+            now = os.stat(self.store).st_ino
+        except FileNotFoundError:
+            now = None
+        if now != self.inode:
+            await self.engine.close()
+            self.engine = HookEngine(self.store)
+            await self.engine.open()
+            self.inode = os.stat(self.store).st_ino
+
     async def serve(self, path: Path) -> None:
         await self.engine.open()
+        self.inode: int | None = os.stat(self.store).st_ino
         self.server = await asyncio.start_unix_server(self._client, path=str(path))
         os.chmod(path, 0o600)
         try:
@@ -61,6 +75,7 @@ class Daemon:
                 if not isinstance(payload, dict):
                     raise ValueError("the hook input is not a JSON object")
                 event = str(payload.get("hook_event_name") or event)
+                await self._same_store()
                 output = await asyncio.wait_for(self.engine.handle(event, payload), STEP_BUDGET)
                 if output is not None:
                     answer = json.dumps(output, ensure_ascii=False).encode()

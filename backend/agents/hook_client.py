@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 
 BUDGET = 2.0  # seconds Claude Code's hook may take, all in
 _MARGIN = 0.25  # kept back for exiting cleanly
-EVENTS = {"post-tool-use": "PostToolUse", "session-start": "SessionStart",
-          "pre-compact": "PreCompact", "session-end": "SessionEnd", "stop": "Stop"}  # fmt: skip
+EVENTS = {"post-tool-use": "PostToolUse", "post-tool-use-failure": "PostToolUseFailure",
+          "session-start": "SessionStart", "pre-compact": "PreCompact",
+          "session-end": "SessionEnd", "stop": "Stop"}  # fmt: skip
 
 
 class Budget(Exception):

@@ -27,8 +27,10 @@ RECALL = "mcp__ctxview__recall"
 # Claude Code event -> our hook's argument, and the matcher of its entry (None: no matcher).
 HOOKS: dict[str, tuple[str, str | None]] = {
     "PostToolUse": ("post-tool-use", "*"),
+    "PostToolUseFailure": ("post-tool-use-failure", "*"),  # a failed call's output, stored
     "SessionStart": ("session-start", None),
     "PreCompact": ("pre-compact", None),
+    "Stop": ("stop", None),  # the turn's last message, from the transcript
     "SessionEnd": ("session-end", None),
 }
 HOOK_TIMEOUT = 5  # seconds: Claude Code's own bound, above the hook's 2 s budget

@@ -33,14 +33,20 @@ def last_user_text(body: dict[str, Any]) -> str:
 
 
 def is_summary_request(body: dict[str, Any]) -> bool:
-    return "<summary>" in last_user_text(body) and "<analysis>" in last_user_text(body)
+    """Claude Code's compaction asks for "an <analysis> block followed by a <summary> block",
+    in the last message (after a tool result, in a block of its own or a system message)."""
+    tail = json.dumps(body.get("messages", [])[-2:])
+    return "<summary>" in tail and "<analysis>" in tail
 
 
 class FakeAnthropic:
     """`with FakeAnthropic(steps) as api:` ... `api.url`, `api.requests`, `api.main_requests`."""
 
-    def __init__(self, steps: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, steps: list[dict[str, Any]] | None = None,
+                 gate: threading.Semaphore | None = None) -> None:  # fmt: skip
+        """`gate`: each main request waits for a release first (a test paces the session)."""
         self.steps = list(steps or [])
+        self.gate = gate
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._n = 0
@@ -66,6 +72,8 @@ class FakeAnthropic:
 
     def answer(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The content blocks to answer `body` with."""
+        if self.gate is not None and body.get("tools") and not is_summary_request(body):
+            self.gate.acquire(timeout=60)
         with self.lock:
             self.requests.append(body)
             if is_summary_request(body):

@@ -144,6 +144,20 @@ async def test_other_tools_are_generic_and_ctxviews_own_pass(engine, tmp_path):
     assert await engine.handle("PostToolUse", own) is None
 
 
+async def test_a_failed_call_is_stored_and_its_id_given_beside_the_error(engine, tmp_path):
+    failed = base(tmp_path, hook_event_name="PostToolUseFailure", tool_name="Bash",
+                  tool_use_id="f1", tool_input={"command": "ls nope"},
+                  error="Exit code 2\nls: cannot access 'nope': No such file or directory")
+    out = await engine.handle("PostToolUseFailure", failed)
+    assert out == {"hookSpecificOutput": {
+        "hookEventName": "PostToolUseFailure",
+        "additionalContext": "[#1000] is the id of this failed Bash call's output."}}
+    conn = sqlite3.connect(engine.store)
+    assert conn.execute("SELECT stored FROM bodies").fetchone()[0] == failed["error"]
+    interrupted = {**failed, "tool_use_id": "f2", "is_interrupt": True}
+    assert await engine.handle("PostToolUseFailure", interrupted) is None
+
+
 async def test_another_writer_in_between_is_caught_up(engine, tmp_path):
     """The MCP server (another process) recalls between two hooks: ids never collide, and what
     it wrote counts for the rules (here: its read makes the hook's read a stub)."""

@@ -48,6 +48,7 @@ def _script(p: Project) -> list[dict]:
     ]
     if _mcp_ready():
         steps.append({"tool": "mcp__ctxview__recall", "input": {"id": "#1002"}})
+    steps.append({"tool": "Bash", "input": {"command": "ls /no-such-dir", "description": "x"}})
     return [*steps, {"text": "All done."}]
 
 
@@ -88,6 +89,11 @@ def test_a_hooked_session_reaches_the_model_and_the_store(tmp_path: Path) -> Non
         assert grep2 == "[#1005] Same result as #1004."
         if len(calls) > 6:
             assert got[calls[6]].startswith("[#1006 recall #1002 lines 1-1000 of 1000]\n1\n2\n")
+        # A failed command: Claude Code's own error, its id beside it.
+        failed = f"[#{0x1000 + len(calls) - 1:x}] is the id of this failed Bash call's output."
+        assert got[calls[-1]].startswith("Exit code 2\nls: cannot access")
+        assert f"PostToolUseFailure:Bash hook additional context: {failed}" in after_result(
+            last, calls[-1])  # fmt: skip
 
         # The store: one session, whose texts are exactly what the model got.
         sessions, bodies = _store_rows(p.store)
@@ -100,6 +106,12 @@ def test_a_hooked_session_reaches_the_model_and_the_store(tmp_path: Path) -> Non
         assert f"[#1003 {notes} sha " in bodies[0x1003] and bodies[0x1003] in context
         if len(calls) > 6:
             assert bodies[0x1006] == got[calls[6]]
+            # The model's recall is a result pointing at the one it recalled: a link in the
+            # viewer like any other.
+            conn = sqlite3.connect(p.store)
+            assert conn.execute("SELECT rkind, points_to FROM events WHERE rid = ?",
+                                (0x1006,)).fetchone() == ("recall", 0x1002)  # fmt: skip
+            conn.close()
 
         # Compaction: the summary, then the files-read table after it, at the next request.
         with FakeAnthropic([{"text": "Compacted."}]) as api:

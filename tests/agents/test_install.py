@@ -40,13 +40,14 @@ def test_project_install_merges_is_idempotent_and_uninstall_restores(tmp_path: P
 
     done = ctxview(proj, home, "install", "claude-code", "--project")
     assert done.returncode == 0, done.stderr
-    for event in ("PostToolUse", "SessionStart", "PreCompact", "SessionEnd"):
+    for event in ("PostToolUse", "PostToolUseFailure", "SessionStart", "PreCompact", "Stop",
+                  "SessionEnd"):
         assert f"added the {event} hook to {settings}" in done.stdout
     assert f"added the MCP server ctxview (`ctxview mcp`) in {mcp}" in done.stdout
     s = json.loads(settings.read_text())
     assert s["model"] == "opus" and s["permissions"]["deny"] == ["Read(.env)"]
     assert s["permissions"]["allow"] == ["Bash(npm test)", "mcp__ctxview__recall"]
-    assert s["hooks"]["Stop"] == THEIRS["hooks"]["Stop"]
+    assert s["hooks"]["Stop"][0] == THEIRS["hooks"]["Stop"][0] and len(s["hooks"]["Stop"]) == 2
     post = s["hooks"]["PostToolUse"]
     assert post[0] == THEIRS["hooks"]["PostToolUse"][0] and post[1]["matcher"] == "*"
     command = shlex.split(post[1]["hooks"][0]["command"])
@@ -89,7 +90,8 @@ def test_user_install_writes_the_users_files_and_leaves_no_trace(tmp_path: Path)
     assert "enabledMcpjsonServers" not in s
     assert not (proj / ".claude").exists() and not (proj / ".mcp.json").exists()
     doctor = ctxview(proj, home, "--store", str(tmp_path / "s.db"), "doctor")
-    assert "claude code (user" in doctor.stdout and "hooks PostToolUse, SessionStart" in doctor.stdout
+    assert "claude code (user" in doctor.stdout and "hooks PostToolUse, PostToolUseFailure, SessionStart" in (
+        doctor.stdout)
     gone = ctxview(proj, home, "uninstall", "claude-code", "--user")
     assert gone.returncode == 0
     assert not (home / ".claude" / "settings.json").exists()  # it held only ours
