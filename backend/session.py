@@ -73,6 +73,7 @@ class Session:
         # The context as sent, kept in step with every event written (backend/context.py).
         self.context_state = ContextState(config)
         self._context_stale = False  # not fed during a batch (see `_append`): rebuild first
+        self._jobs: list[bash_tool.Job] = []  # bash calls run with background, until `end`
 
     # Opening
 
@@ -303,9 +304,16 @@ class Session:
         return text
 
     async def end(self, *, ts: float | None = None) -> None:
+        await self.stop_background()
         ts = ts if ts is not None else time.time()
         await self._append([Event(ts=ts, kind="end")])
         await self.writer.update_session(self.id, ended=ts)
+
+    async def stop_background(self) -> None:
+        """End every process a `bash` call with `background` left running (`end` does)."""
+        jobs, self._jobs = self._jobs, []
+        for job in jobs:
+            await job.stop()
 
     def ref(self, rid: int) -> str:
         return format_id(rid, self.config["ids.digits"])
@@ -516,18 +524,35 @@ class Session:
         timeout = args.get("timeout", self.config["bash.timeout_seconds"])
         if not isinstance(timeout, int | float) or timeout <= 0:
             raise ToolError("error.bad_args", detail="timeout must be a positive number of seconds")
-        done = await bash_tool.run(command, self.workspace.root, float(timeout))
+        background = args.get("background", False)
+        if not isinstance(background, bool):
+            raise ToolError("error.bad_args", detail="background must be true or false")
+        done = await bash_tool.run(command, self.workspace.root, float(timeout), background)
         output = decode(done.output)
+        tails = []
         if done.timed_out:
-            tail = self.config.text("text.timed_out", seconds=f"{timeout:g}")
+            tails.append(self.config.text("text.timed_out", seconds=f"{timeout:g}"))
         elif done.exit_code:
-            tail = self.config.text("text.exit_code", code=done.exit_code)
-        else:
-            tail = ""
-        if tail:
+            tails.append(self.config.text("text.exit_code", code=done.exit_code))
+        if done.ended:
+            tails.append(self.config.text("text.ended_left_running",
+                                          processes=", ".join(done.ended)))  # fmt: skip
+        data: dict[str, Any] = {"exit_code": done.exit_code, "timed_out": done.timed_out}
+        if done.job is not None:
+            self._jobs.append(done.job)
+            running = ", ".join(f"{name} (pid {pid})" for pid, name in done.job.processes)
+            tails.append(self.config.text("text.background", processes=running,
+                                          log=done.job.log))  # fmt: skip
+            data["background"] = [{"pid": pid, "command": name}
+                                  for pid, name in done.job.processes]  # fmt: skip
+            data["log"] = done.job.log
+        if done.ended:
+            data["ended"] = done.ended
+        if tails:
+            tail = "\n".join(tails)
             output = f"{output.rstrip(chr(10))}\n{tail}" if output else tail
         result = self._generic("bash", output)
-        result.data = {"exit_code": done.exit_code, "timed_out": done.timed_out}
+        result.data = data
         return result
 
     # recall
