@@ -141,9 +141,12 @@ class Connection:
                 session = await self._session(sid, source, client)
                 try:
                     text = await session.run(tool, args, call_ref=ref)
-                finally:
-                    # Whatever was committed, the next call compares the store with this.
-                    self.cached[sid] = (session, self._last_seq(sid))
+                except BaseException:
+                    # Half a step may be in memory and not in the store: start again from it.
+                    self.cached.pop(sid, None)
+                    raise
+                # The next call compares the store with this.
+                self.cached[sid] = (session, self._last_seq(sid))
         return text
 
     async def _session(self, sid: str, source: str, client: str) -> Session:
