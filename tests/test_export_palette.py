@@ -26,12 +26,17 @@ async def test_palette_exports_the_session(tmp_path: Path, monkeypatch: pytest.M
         await pilot.pause(0.2)
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"export")
-        await pilot.pause(0.6)
-        options = app.screen.query_one(OptionList)
-        shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-        assert "Export session" in shown[0]
+        shown: list[str] = []
+        for _ in range(50):  # the palette searches in the background
+            await pilot.pause(0.2)
+            options = app.screen.query_one(OptionList)
+            shown = [str(options.get_option_at_index(i).prompt)
+                     for i in range(options.option_count)]  # fmt: skip
+            if shown and "Export session" in shown[0]:
+                break
+        assert shown and "Export session" in shown[0], shown
         await pilot.press("enter")
-        for _ in range(300):  # the export is another process: up to ~60 s on a busy machine
+        for _ in range(600):  # the export is another process: up to ~2 min on a busy machine
             await pilot.pause(0.2)
             said = [n.message for n in app._notifications]
             if any(m.startswith("Exported to") for m in said):
