@@ -83,8 +83,9 @@ async def search(ws: Workspace, tool: str, args: dict[str, Any], budget: float,
 # The scan, in the worker
 
 
-def scan(req: dict[str, Any]) -> Iterator[str]:
-    """The output lines of one request, as found (list and glob unsorted)."""
+def scan(req: dict[str, Any]) -> Iterator[str | None]:
+    """The output lines of one request, as found (list and glob unsorted); None after a file's
+    matches, for the worker to send what it has before the next file (whose match may never end)."""
     ws = Workspace(req["root"])
     base, path, tool = req["base"], req["path"], req["tool"]
     kind = ws.kind(base)
@@ -121,7 +122,7 @@ def scan(req: dict[str, Any]) -> Iterator[str]:
 
 
 def _grep_file(ws: Workspace, rx: re.Pattern[str], key: str, dir_fd: int | None = None,
-               name: str = "") -> Iterator[str]:  # fmt: skip
+               name: str = "") -> Iterator[str | None]:  # fmt: skip
     """The matching lines of the file `key` (opened as `name` in `dir_fd` when given)."""
     data = None
     with suppress(OSError, ToolError):
@@ -137,9 +138,13 @@ def _grep_file(ws: Workspace, rx: re.Pattern[str], key: str, dir_fd: int | None 
     if data is None or b"\0" in data[:8192]:
         return
     text = data.decode("utf-8", errors="replace")
+    found = False
     for n, line in enumerate(text.split("\n"), 1):
         if rx.search(line):
+            found = True
             yield f"{key}:{n}: {line.rstrip(chr(13))}"
+    if found:
+        yield None
 
 
 def _is_link(dir_fd: int, name: str) -> bool:
@@ -192,14 +197,19 @@ def worker_main() -> None:
     out = sys.stdout
     for raw in sys.stdin:
         req = json.loads(raw)
-        last = time.monotonic()
+        last, dirty = time.monotonic(), False
         try:
             for line in scan(req):
+                if line is None:  # a file's matches: sent before the next file is scanned
+                    if dirty:
+                        out.flush()
+                        last, dirty = time.monotonic(), False
+                    continue
                 out.write(json.dumps(line) + "\n")
-                now = time.monotonic()
-                if now - last > 0.02:  # what was found reaches the engine before a kill
+                dirty = True
+                if time.monotonic() - last > 0.02:  # what was found reaches the engine
                     out.flush()
-                    last = now
+                    last, dirty = time.monotonic(), False
             out.write('{"done": true}\n')
         except ToolError as err:
             out.write(json.dumps({"error": err.key, "fields": err.fields}) + "\n")
