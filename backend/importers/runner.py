@@ -60,6 +60,11 @@ class FileReport:
     waiting: bool = False  # an incomplete last line is left for later
 
 
+class _Moved(BaseException):
+    """The store's state of this file moved under a chunk (BaseException: never taken for a
+    bad record by the parsers' handlers)."""
+
+
 class Progress(Protocol):
     def advance(self, nbytes: int) -> None: ...
 
@@ -80,8 +85,17 @@ class SourceIds:
     legacy: bool = False
     final: bool = True  # False: the file is too short yet to be sure (it may grow)
 
+    unnamed: bool = False  # no line read so far says whose session it is (named by the file)
+
     def title(self, fmt: str) -> str:
         return Path(self.cwd).name or f"{fmt} {self.session[:8]}"
+
+    def provisional(self) -> dict[str, Any]:
+        """What to look at again as the file grows ({} when nothing can change any more)."""
+        if self.final:
+            return {}
+        return {"session": self.session, "cwd": self.cwd, "started": self.started,
+                "unnamed": self.unnamed}  # fmt: skip
 
 
 class Hub:
@@ -172,6 +186,13 @@ async def _resume(writer: Writer, sid: str, cwd: str) -> Replay:
     return Replay(session, info["workspace"] or cwd, json.loads(info["data"] or "{}"))
 
 
+def _named_by_file(path: Path, final: bool = True) -> SourceIds:
+    stem = path.stem
+    return SourceIds(stem[6:] if stem.startswith("agent-") else stem,
+                     agent=stem[6:] if stem.startswith("agent-") else None,
+                     final=final, unnamed=True)  # fmt: skip
+
+
 def identify(path: Path, fmt: str) -> SourceIds:
     """The source session a file holds, from its first lines (never the whole file). `final`
     is False while the file is shorter than those lines and lacks what they are read for: a file
@@ -200,10 +221,7 @@ def identify(path: Path, fmt: str) -> SourceIds:
             final = True
             break
     if found is None:
-        stem = path.stem
-        return SourceIds(stem[6:] if stem.startswith("agent-") else stem,
-                         agent=stem[6:] if stem.startswith("agent-") else None,
-                         final=final)  # fmt: skip
+        return _named_by_file(path, final)
     cwd = cwd or found.get("cwd") or ""
     if cwd and not cwd.startswith("/"):
         cwd = "/" + cwd  # an anonymised or foreign (Windows) path: never resolved against ours
@@ -260,12 +278,21 @@ class FileImporter:
         more = True
         while more:
             try:
-                async with self.writer.batch(), self.writer.transaction():
+                async with self.writer.batch(), self.writer.transaction(self._still_current):
                     more = await self._chunk(report, live, progress)
+            except _Moved:
+                self._forget()  # another import of this file committed first: carry on from it
+                report.problems = [p for p in report.problems if p.line <= self.line]
             except BaseException:
                 self._forget()  # what was read since the last commit is not in the store
                 raise
         return report
+
+    async def _still_current(self) -> None:
+        """Run as the write lock is taken: what this chunk read from the store must not have
+        moved since (another process importing the same file)."""
+        if self.hub is not None and not await self._current():
+            raise _Moved
 
     async def _chunk(self, report: FileReport, live: bool, progress: Progress | None) -> bool:
         """Read and save one transaction's worth; True when there is more to read now."""
@@ -312,10 +339,10 @@ class FileImporter:
         return more
 
     async def _current(self) -> bool:
-        """Whether the store still holds what this importer committed last."""
+        """Whether the store still holds what this importer read or committed last."""
         assert self.hub is not None
         info = await self.writer.session_info(self.hub.main.id)
-        return info is not None and info["data"] == self._written
+        return (info["data"] if info is not None else None) == self._written
 
     def _replaced(self, now: Identity) -> bool:
         if self.ident is None or self.offset == 0:
@@ -378,11 +405,14 @@ class FileImporter:
         self.format = fmt
         ids = identify(self.path, fmt)
         self._legacy, self._agent = ids.legacy, ids.agent
-        sid = session_id(fmt, ids)
-        info = await self.writer.session_info(sid)
-        if info is not None and info["source_path"] != str(self.path):
-            sid = f"{sid}-{hashlib.sha1(str(self.path).encode()).hexdigest()[:6]}"
-            info = await self.writer.session_info(sid)
+        sid, info = await self._info(session_id(fmt, ids))
+        if info is None and not ids.unnamed:
+            # Imported before under the file's name, while no line said whose session it is:
+            # that session is this one (and is renamed by `_identify_again`).
+            named, found = await self._info(session_id(fmt, _named_by_file(self.path)))
+            if found is not None and json.loads(found["data"] or "{}").get("import", {}).get(
+                    "ids", {}).get("unnamed"):  # fmt: skip
+                sid, info = named, found
         state: dict[str, Any] = {}
         if info is not None:
             main = await _resume(self.writer, sid, ids.cwd)
@@ -396,7 +426,7 @@ class FileImporter:
         else:
             main = await self._start(sid, fmt, ids)
             if not ids.final:
-                self._ids = {"cwd": ids.cwd, "started": ids.started}
+                self._ids = ids.provisional()
         self.hub = Hub(self.writer, self.path, fmt, main)
         if "last_ts" in state:
             self.hub.last_ts = float(state["last_ts"])
@@ -410,24 +440,54 @@ class FileImporter:
             with contextlib.suppress(KeyError):
                 await self.hub.replay(child)
 
+    async def _info(self, sid: str) -> tuple[str, dict[str, Any] | None]:
+        """The id this file's session has (`sid`, or when another file holds that id, `sid`
+        and a hash of the path) and its stored fields (None when it is not in the store)."""
+        info = await self.writer.session_info(sid)
+        if info is not None and info["source_path"] != str(self.path):
+            sid = f"{sid}-{hashlib.sha1(str(self.path).encode()).hexdigest()[:6]}"
+            info = await self.writer.session_info(sid)
+        return sid, info
+
     async def _identify_again(self) -> None:
-        """The file was too short to say its cwd or start when its session was made: look
-        again, and give the session what a whole file's first lines would have given it."""
+        """The file was too short to say whose it is, its cwd or its start when its session was
+        made: look again, and give the session what a whole file's first lines would have."""
         assert self.hub is not None and self.format is not None
         ids = identify(self.path, self.format)
+        before = SourceIds(self._ids.get("session") or ids.session, agent=self._agent,
+                           cwd=self._ids.get("cwd") or "")  # fmt: skip
+        main = self.hub.main.id
         fields: dict[str, Any] = {}
-        before = SourceIds(ids.session, cwd=self._ids.get("cwd") or "")
+        info = await self.writer.session_info(main)
+        assert info is not None
         if ids.cwd and ids.cwd != before.cwd:
             fields["workspace"] = str(Path(ids.cwd).resolve())
             self.hub.main.cwd = ids.cwd
-            info = await self.writer.session_info(self.hub.main.id)
-            if info is not None and info["title"] == before.title(self.format):
-                fields["title"] = ids.title(self.format)
+        if info["title"] == before.title(self.format) and ids.title(self.format) != info["title"]:
+            fields["title"] = ids.title(self.format)
         if ids.started is not None and self._ids.get("started") is None:
             fields["started"] = ids.started
+        renamed = None
+        if self._ids.get("unnamed") and not ids.unnamed:
+            # Named after the file until a record said whose session it is.
+            sid, taken = await self._info(session_id(self.format, ids))
+            if taken is None and sid != main:
+                renamed = sid
+                fields["source_ref"] = ids.agent or ids.session
+                if ids.agent and info["parent_session"] == f"cc-{before.session}":
+                    fields["parent_session"] = f"cc-{ids.session}"
         if fields:
-            await self.writer.update_session(self.hub.main.id, **fields)
-        self._ids = {} if ids.final else {"cwd": ids.cwd, "started": ids.started}
+            await self.writer.update_session(main, **fields)
+        self._ids = ids.provisional()
+        if renamed is not None:
+            await self.writer.rename_session(main, renamed)
+            # The session, its replay state and the parser's, taken again under the new id.
+            self.hub.main.data["import"]["ids"] = self._ids
+            await self.writer.update_session(renamed, data=json.dumps(self.hub.main.data,
+                                                                      ensure_ascii=False))  # fmt: skip
+            fmt = self.format
+            self._forget()
+            await self._open(fmt)
 
     async def _start(self, sid: str, fmt: str, ids: SourceIds) -> Replay:
         title, data, parent, call = "", {}, None, None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -136,6 +136,7 @@ class Writer:
         self.fts_max_chars = fts_max_chars
         self._batch: dict[str, list[Pending]] | None = None
         self._batch_size = 0
+        self._tx: list[Any] | None = None  # in `transaction`: [lock taken, its check]
 
     @classmethod
     async def open(cls, path: Path | str, *, fts_max_chars: int = 1_000_000) -> Writer:
@@ -169,6 +170,7 @@ class Writer:
         parent_call: str | None = None,
         data: str = "{}",
     ) -> None:
+        await self._lock()
         await self._conn.execute(
             "INSERT INTO sessions (id, title, workspace, source, source_path, source_ref, "
             "parent_session, parent_call, started, config, next_rid, data) "
@@ -188,6 +190,7 @@ class Writer:
             raise ValueError(f"cannot update session fields {sorted(unknown)}")
         sets = ", ".join(f"{name} = ?" for name in fields)
         await self.flush()
+        await self._lock()
         await self._conn.execute(
             f"UPDATE sessions SET {sets} WHERE id = ?", (*fields.values(), session_id)
         )
@@ -209,6 +212,7 @@ class Writer:
             if self._batch_size >= self.batch_rows:
                 await self.flush()
             return
+        await self._lock()
         await on_thread(self._conn, _write, session_id, [pending], self.fts_max_chars)
 
     batch_rows = 2000
@@ -234,27 +238,44 @@ class Writer:
     async def flush(self) -> None:
         if not self._batch:
             return
+        await self._lock()
         queued, self._batch, self._batch_size = self._batch, {}, 0
         for session_id, pending in queued.items():
             await on_thread(self._conn, _write, session_id, pending, self.fts_max_chars)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
+    async def transaction(
+        self, on_lock: Callable[[], Awaitable[None]] | None = None
+    ) -> AsyncIterator[None]:
         """Everything written inside (sessions, events, bodies) commits together or not at all:
         an import commits its rows with the offset and parser state that cover them. The write
-        lock is taken at the start (BEGIN IMMEDIATE), so keep what runs inside short."""
+        lock is taken at the first write, not before (reading and parsing hold it from no other
+        writer), and `on_lock` runs as soon as it is held: there the caller checks that what it
+        read is still so, or raises to roll back."""
         await self.flush()
-        await self._conn.execute("BEGIN IMMEDIATE")
+        self._tx = [False, on_lock]
         try:
             yield
             await self.flush()
-            await self._conn.execute("COMMIT")
+            if self._tx[0]:
+                await self._conn.execute("COMMIT")
         except BaseException:
             if self._batch is not None:  # queued rows of the transaction: gone with it
                 self._batch, self._batch_size = {}, 0
             if self._conn.in_transaction:
                 await self._conn.execute("ROLLBACK")
             raise
+        finally:
+            self._tx = None
+
+    async def _lock(self) -> None:
+        """Inside `transaction`, before its first write: BEGIN IMMEDIATE, then its check."""
+        tx = self._tx
+        if tx is not None and not tx[0]:
+            tx[0] = True
+            await self._conn.execute("BEGIN IMMEDIATE")
+            if tx[1] is not None:
+                await tx[1]()
 
     async def last_seq(self, session_id: str) -> int:
         """The seq of the session's newest event (0 when it has none)."""
@@ -268,10 +289,22 @@ class Writer:
         """Take back a message event (an importer's provisional one; never a result, whose
         body and search index stay)."""
         await self.flush()
+        await self._lock()
         await self._conn.execute(
             "DELETE FROM events WHERE session = ? AND seq = ? AND kind = 'message'",
             (session_id, seq),
         )
+
+    async def rename_session(self, old: str, new: str) -> None:
+        """Give a session another id, its events and bodies with it (an importer's session made
+        before its file said whose it is). The search index is keyed by body rowid: unchanged."""
+        await self.flush()
+        await self._lock()
+        for sql in ("UPDATE sessions SET id = ?1 WHERE id = ?2",
+                    "UPDATE events SET session = ?1 WHERE session = ?2",
+                    "UPDATE bodies SET session = ?1 WHERE session = ?2",
+                    "UPDATE sessions SET parent_session = ?1 WHERE parent_session = ?2"):  # fmt: skip
+            await self._conn.execute(sql, (new, old))
 
     async def checkpoint(self) -> None:
         await self.flush()
