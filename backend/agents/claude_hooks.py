@@ -120,7 +120,7 @@ class HookEngine:
             with live.session_lock(self.store, sid):
                 served = await self._serve(sid, payload)
                 try:
-                    await self._transcript(served, payload, live=event != "SessionEnd")
+                    await self._transcript(served, payload, growing=event != "SessionEnd")
                     out = await self._event(served, event, payload)
                 except BaseException:
                     # A step that did not commit may have taken an id or filled the dedupe
@@ -239,7 +239,8 @@ class HookEngine:
         session._next_rid = max(session._next_rid, int(next_rid))
         served.last_seq = last
 
-    async def _transcript(self, served: Served, payload: dict[str, Any], *, live: bool) -> None:
+    async def _transcript(self, served: Served, payload: dict[str, Any], *,
+                          growing: bool) -> None:  # fmt: skip
         """Import what the transcript gained since the last hook (what the model said before
         this tool ran, its usage, sub-agents), before this step's own events. The importer
         skips the results this hook stored. A failure here is recorded and the hook goes on."""
@@ -251,25 +252,42 @@ class HookEngine:
             return
         assert self.writer is not None
         try:
-            for f in [main, *sub_agents(main)]:
-                importer = served.importers.get(f)
-                if importer is None:
-                    importer = served.importers[f] = FileImporter(self.writer, f)
-                elif importer.hub is not None and importer.hub.main.id == served.session.id:
-                    # Its engine and this one share the session's id counter.
-                    theirs = importer.hub.main.session
-                    theirs._next_rid = max(theirs._next_rid, served.session._next_rid)
-                async with self.writer.batch():
-                    await importer.step(live=live)
-            (next_rid,) = await self.writer._conn.execute_fetchall(
-                "SELECT next_rid FROM sessions WHERE id = ?", (served.session.id,))  # fmt: skip
-            served.session._next_rid = max(served.session._next_rid, int(next_rid[0]))
+            await self._import(served, main, served.session.id, growing)
+            for f in sub_agents(main):
+                agent = f.stem.removeprefix("agent-")
+                sid = f"cc-{agent}"
+                # The sub-agent's own hooks write that session too: one step at a time, and
+                # the session made here is a hooked one, so its hooked results are skipped.
+                async with self._locks.setdefault(sid, asyncio.Lock()):
+                    with live.session_lock(self.store, sid):
+                        if await self.writer.session_info(sid) is None:
+                            await self._start(sid, {**payload, "agent_id": agent})
+                        await self._import(served, f, sid, growing)
+            served.session._next_rid = max(served.session._next_rid,
+                                           self._next_rid(served.session.id))  # fmt: skip
         except Exception as exc:  # the transcript is a bonus; the hook goes on
             from . import failures
 
             failures.record(self.store, "transcript", f"{type(exc).__name__}: {exc}",
                             {"session_id": payload.get("session_id")})  # fmt: skip
             served.importers.clear()
+
+    async def _import(self, served: Served, path: Path, sid: str, growing: bool) -> None:
+        assert self.writer is not None
+        importer = served.importers.get(path)
+        if importer is None:
+            importer = served.importers[path] = FileImporter(self.writer, path)
+        elif importer.hub is not None:
+            # Its engine and the hook's share the session's id counter, through the store.
+            theirs = importer.hub.main.session
+            theirs._next_rid = max(theirs._next_rid, self._next_rid(sid))
+        async with self.writer.batch():
+            await importer.step(live=growing)
+
+    def _next_rid(self, sid: str) -> int:
+        assert self._read is not None
+        row = self._read.execute("SELECT next_rid FROM sessions WHERE id = ?", (sid,)).fetchone()
+        return int(row[0]) if row else 0
 
     # Tools
 

@@ -31,6 +31,7 @@ class Daemon:
         self.store = store
         self.engine = HookEngine(store)
         self.last = time.monotonic()
+        self.stopping = False
         self.server: asyncio.AbstractServer | None = None
 
     async def _same_store(self) -> None:
@@ -52,7 +53,7 @@ class Daemon:
         self.server = await asyncio.start_unix_server(self._client, path=str(path))
         os.chmod(path, 0o600)
         try:
-            while time.monotonic() - self.last < IDLE:
+            while time.monotonic() - self.last < IDLE and not self.stopping:
                 await asyncio.sleep(0.2)
         finally:
             self.server.close()
@@ -68,8 +69,8 @@ class Daemon:
             request = await reader.read()  # the client shuts its side when it has sent all
             head, _, raw = request.partition(b"\n")
             event = event_name(head.decode())
-            if event == "_shutdown":  # tests and `ctxview doctor --stop` end the engine
-                self.last = float("-inf")
+            if event == "_shutdown":  # tests (and a person) end the engine
+                self.stopping = True
             else:
                 payload = json.loads(raw)
                 if not isinstance(payload, dict):

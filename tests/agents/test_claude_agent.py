@@ -33,8 +33,9 @@ def test_a_sub_agents_results_land_in_its_own_linked_session(tmp_path: Path) -> 
         assert tool_results(sub)["toolu_0002_Read"].startswith(
             f"0\t[#1000 {p.root / 'a.txt'} lines 1-2 of 2 sha ")  # fmt: skip
         main = next(r for r in requests if "toolu_0001_Agent" in tool_results(r))
-        assert "PostToolUse:Agent hook additional context: [#1000] is the id of this Agent result." in (
-            after_result(main, "toolu_0001_Agent"))
+        beside = "\n".join(after_result(main, "toolu_0001_Agent"))
+        assert "PostToolUse:Agent hook additional context: [#1000] is the id of this Agent " \
+            "result." in beside  # fmt: skip
         conn = sqlite3.connect(p.store)
         rows = dict(conn.execute("SELECT id, parent_session FROM sessions").fetchall())
         agent = next(k for k in rows if k != f"cc-{sid}")

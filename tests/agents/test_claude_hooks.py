@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from ctxview.backend.agents import failures
 from ctxview.backend.agents.claude_hooks import HookEngine
-from ctxview.backend.agents.hook_client import default_store, stop
+from ctxview.backend.agents.hook_client import default_store, socket_path, stop
 from ctxview.backend.importers.runner import import_file
 from ctxview.backend.session import Session
 from ctxview.backend.store import Writer
@@ -269,7 +269,7 @@ def test_the_client_prints_nothing_on_failure_and_records_it(tmp_path: Path) -> 
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
         assert failures.read(store)[-1]["tool_name"] == "Bash"
         # The store is a file that is not a store: the engine fails, the hook prints nothing.
-        stop(store)
+        _stop(store)
         for extra in ("-wal", "-shm"):
             Path(f"{store}{extra}").unlink(missing_ok=True)
         store.write_text("not a database, clearly " * 100)
@@ -301,3 +301,22 @@ def test_a_locked_store_costs_at_most_the_budget(tmp_path: Path) -> None:
         assert b"[#1001]" in done.stdout
     finally:
         stop(store)
+
+
+def _stop(store: Path) -> None:
+    """Stop the store's engine and wait until it is gone."""
+    sock = socket_path(store)
+    assert stop(store)
+    end = time.monotonic() + 5
+    while sock.exists() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not sock.exists()
+
+
+def test_the_engine_starts_on_demand_and_stop_ends_it(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    (tmp_path / "proj").mkdir()
+    done, _ = _client(store, json.dumps(bash_input(tmp_path, "ls", "a", "x1")).encode())
+    assert b"[#1000]" in done.stdout and socket_path(store).exists()
+    _stop(store)
+    assert not stop(store)
