@@ -167,7 +167,10 @@ class HookEngine:
             if info is None:
                 session = await self._start(sid, payload)
             else:
-                session = await Session.resume(self.writer, sid)
+                # Inside a batch, resume skips replaying the context as sent: a hook never
+                # asks for it (Claude Code sends the context), and it is most of a cold start.
+                async with self.writer.batch():
+                    session = await Session.resume(self.writer, sid)
             served = Served(session, self._last_seq(sid))
             self.served[sid] = served
             return served

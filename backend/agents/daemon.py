@@ -32,6 +32,7 @@ class Daemon:
         self.engine = HookEngine(store)
         self.last = time.monotonic()
         self.stopping = False
+        self.code = _code_stamp()
         self.server: asyncio.AbstractServer | None = None
 
     async def _same_store(self) -> None:
@@ -93,6 +94,15 @@ class Daemon:
         except OSError:
             pass
         self.last = time.monotonic()
+        if _code_stamp() != self.code:  # ctxview was upgraded: the next hook starts a new one
+            self.stopping = True
+
+
+def _code_stamp() -> float:
+    """The newest modification time of this folder's code (the hook protocol and the engine's
+    face), to notice an upgrade; about a millisecond."""
+    with os.scandir(Path(__file__).resolve().parent) as it:
+        return max(e.stat().st_mtime for e in it if e.name.endswith(".py"))
 
 
 def main(argv: list[str] | None = None) -> int:
