@@ -4,8 +4,8 @@
 A `HookEngine` keeps the engine `Session` of each Claude Code session it has served in memory
 (it lives in the resident process, `daemon.py`) and, before every step, brings it up to date
 with whatever another writer (the MCP server's recall, an import) added to the store since: the
-events past the last sequence number it knows are applied to the dedupe table the same way
-`Session.resume` builds it, so a hook costs the same at 10 or 10,000 results.
+events past the last sequence number it knows go through `Session.catch_up`, which builds the
+state as `Session.resume` does, so a hook costs the same at 10 or 10,000 results.
 
 What the model gets, per tool (README "Use it with Claude Code / Codex" has the table):
 - Read: Claude Code numbers `file.content` from `file.startLine` itself, so the bracket goes in
@@ -38,7 +38,6 @@ from ..importers.detect import CLAUDE
 from ..importers.follow import sub_agents
 from ..importers.runner import FileImporter
 from ..rules.compaction import files_read_table
-from ..rules.dedupe import ReadEntry, ResultEntry
 from ..session import Session
 from ..store.records import EVENT_COLUMNS, Event
 from ..store.writer import Writer
@@ -215,7 +214,7 @@ class HookEngine:
         return int(row[0])
 
     def _catch_up(self, served: Served, last: int) -> None:
-        """Apply what others wrote since `served.last_seq`, as `Session.resume` would have."""
+        """Take in what others wrote since `served.last_seq` (`Session.catch_up`)."""
         assert self._read is not None
         session = served.session
         rows = self._read.execute(
@@ -223,23 +222,8 @@ class HookEngine:
             "AND seq > ? AND kind IN ('result', 'compaction') ORDER BY seq",
             (session.id, served.last_seq),
         ).fetchall()
-        for row in rows:
-            ev = Event.from_row(row[0], row[1], row[2:])
-            extra = json.loads(ev.data) if ev.data else {}
-            if ev.kind == "compaction":
-                session.dedupe.clear()
-            elif ev.rkind == "full" and ev.tool == "read" and ev.sha and "key" in extra:
-                session.dedupe.add_read(ReadEntry(ev.rid, extra["key"], ev.path or "",
-                                                  ev.line_from or 0, ev.line_to or 0,
-                                                  ev.line_total or 0, ev.sha))  # fmt: skip
-            elif "text_sha" in extra and ev.rkind != "same":
-                session.dedupe.add_result(
-                    ResultEntry(ev.rid, ev.tool, extra["args_key"], extra["text_sha"])
-                )
-        (next_rid,) = self._read.execute(
-            "SELECT next_rid FROM sessions WHERE id = ?", (session.id,)
-        ).fetchone()
-        session._next_rid = max(session._next_rid, int(next_rid))
+        session.catch_up((Event.from_row(r[0], r[1], r[2:]) for r in rows),
+                         self._next_rid(session.id))  # fmt: skip
         served.last_seq = last
 
     async def _transcript(self, served: Served, payload: dict[str, Any], *,
