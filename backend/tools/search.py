@@ -13,6 +13,7 @@ during the walk is never entered.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import fnmatch
 import json
 import os
@@ -330,3 +331,12 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
 
 
 _POOL = _Pool()
+
+
+@atexit.register
+def _close_idle() -> None:
+    """At the engine's exit: idle workers end on their stdin's end; none is left waiting."""
+    with _POOL._lock:
+        idle, _POOL._idle = _POOL._idle, []
+    for proc in idle:
+        _end(proc)
