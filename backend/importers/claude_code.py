@@ -85,6 +85,11 @@ class ClaudeParser:
         is replaced by the whole message, as one import of the whole file would store it."""
         if self._msg is None:
             return
+        if (await self.hub.replay(self._msg["sid"])).data.get("hooked"):
+            # Claude Code's hook stores this message's tool results right after it: it is
+            # stored for good now (more of it later is a continuation), not moved past them.
+            await self.flush()
+            return
         before = copy.deepcopy(self.state())
         sid = self._msg["sid"]
         if await self.flush():

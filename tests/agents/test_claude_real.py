@@ -141,6 +141,10 @@ def test_a_hooked_session_reaches_the_model_and_the_store(tmp_path: Path) -> Non
         conn.close()
         assert order.index("user") < order.index("result")
         assert order.count("assistant") >= len(calls)  # each call's message, with its usage
+        # ... each before the call it made: message, call, result, as the model went.
+        firsts = [i for i, k in enumerate(order) if k == "call"]
+        assert all(order[i - 1] in ("assistant", "result") for i in firsts), order
+        assert order[firsts[0] - 1] == "assistant"
         transcript = next((p.home / ".claude" / "projects").glob(f"*/{sid}.jsonl"))
         done = p.ctxview("import", str(transcript))
         assert done.returncode == 0, done.stderr
