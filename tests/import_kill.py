@@ -74,6 +74,14 @@ def command(store: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), *args]
 
 
+def follow_command(store: Path, path: Path) -> list[str]:
+    """`ctxview follow PATH` that only imports (no viewer, where the command has one)."""
+    help_text = subprocess.run(command(store, "follow", "--help"), capture_output=True,
+                               text=True, env=_env(), timeout=60).stdout  # fmt: skip
+    return command(store, "follow", *(["--no-view"] if "--no-view" in help_text else []),
+                   str(path))  # fmt: skip
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
 
@@ -133,7 +141,7 @@ def kill_import(work: Path, source: Path, rounds: int, seed: int) -> Rounds:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         # A moment while it still has work: what is left of the file, at the clean rate.
         left = (size - before) / size * max(0.1, out.clean_seconds - start)
-        time.sleep(start + rng.uniform(0.0, 1.0) * left)
+        time.sleep(start + rng.uniform(0.05, 0.9) * left)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         out.rounds += 1
@@ -153,7 +161,12 @@ def _wait_offset(store: Path, source: Path, size: int, timeout: float) -> bool:
     return False
 
 
-def kill_follow(work: Path, full: Path, rounds: int, seed: int) -> Rounds:
+def _line_start(data: bytes, at: int) -> int:
+    end = data.find(b"\n", at)
+    return len(data) if end < 0 else end + 1
+
+
+def kill_follow(work: Path, full: Path, rounds: int, seed: int, backlog: float = 0.6) -> Rounds:
     """`ctxview follow` on a file that grows while it runs, killed `rounds` times at random
     moments and started again; at the end it takes the rest and stops. Compared with one clean
     import of the whole file (a followed session has not ended: that field is left out)."""
@@ -163,14 +176,19 @@ def kill_follow(work: Path, full: Path, rounds: int, seed: int) -> Rounds:
     out = Rounds()
     out.clean_seconds = clean_import(clean, full)
     data = full.read_bytes()
-    live.write_bytes(b"")
-    # The same path for both: the clean one imports a copy at the live file's final name.
-    pos = 0
-    for _ in range(rounds):
-        proc = subprocess.Popen(command(killed, "follow", str(live)), env=_env(),
+    start = startup_seconds()
+    # It starts on a file already holding most of the session (what follow finds when it is
+    # started late, or restarted after a while): the first kill lands in that catch-up.
+    pos = _line_start(data, int(len(data) * backlog))
+    live.write_bytes(data[:pos])
+    follow = follow_command(killed, live)
+    for n_round in range(rounds):
+        proc = subprocess.Popen(follow, env=_env(),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         # Append a random slice in a few writes, cut anywhere (mid-line too), while it runs.
-        deadline = time.monotonic() + rng.uniform(0.3, 1.5)
+        catch_up = backlog * out.clean_seconds if n_round == 0 else 0.0
+        deadline = time.monotonic() + start + rng.uniform(0.0, 1.0) * catch_up + \
+            rng.uniform(0.0, 1.0)  # fmt: skip
         while time.monotonic() < deadline and pos < len(data):
             n = rng.randint(1, max(1, len(data) // (rounds * 4)))
             with open(live, "ab") as f:
@@ -184,8 +202,8 @@ def kill_follow(work: Path, full: Path, rounds: int, seed: int) -> Rounds:
         out.mid_import += after < pos  # it had not caught up: killed mid-work
     with open(live, "ab") as f:
         f.write(data[pos:])
-    proc = subprocess.Popen(command(killed, "follow", str(live)), env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(follow, env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)  # fmt: skip
     try:
         finished = _wait_offset(killed, live, len(data), 120)
     finally:
