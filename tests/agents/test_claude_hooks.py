@@ -117,6 +117,14 @@ async def test_an_edit_answers_with_its_id_and_diff_as_context(engine, tmp_path)
                  tool_response={"type": "create", "filePath": str(g), "content": "hello\n"})
     ctx = (await engine.handle("PostToolUse", write))["hookSpecificOutput"]["additionalContext"]
     assert ctx.startswith(f"[#1001 {g} sha ") and "Created, 1 line." in ctx
+    f.write_text("x = 3\ny = 4\n")
+    multi = base(tmp_path, hook_event_name="PostToolUse", tool_name="MultiEdit", tool_use_id="m1",
+                 tool_input={"file_path": str(f), "edits": [
+                     {"old_string": "x = 2", "new_string": "x = 3\ny = 4"}]},
+                 tool_response={"filePath": str(f), "originalFile": "x = 2\n",
+                                "structuredPatch": []})  # fmt: skip
+    ctx = (await engine.handle("PostToolUse", multi))["hookSpecificOutput"]["additionalContext"]
+    assert ctx.startswith(f"[#1002 {f} sha ") and "+y = 4" in ctx and "-x = 2" in ctx
 
 
 async def test_other_tools_are_generic_and_ctxviews_own_pass(engine, tmp_path):
