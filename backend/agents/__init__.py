@@ -11,9 +11,11 @@ MCP server (backend/agents/mcp_server.py, `ctxview mcp`), so both write one sess
   `{"hooked": true}` from the start: the importer then adds messages, usage and sub-agents and
   never inserts a result the hook already stored (paired by `call_ref` = Claude Code's
   `tool_use_id`).
-- The first hook to fire (SessionStart, or any later one if that was missed) creates it; every
-  hook call writes at least one event, so the session's newest event is its latest activity.
-  It is live (`ended IS NULL`) while Claude Code runs; SessionEnd ends it.
+- The first hook to fire (SessionStart, or any later one if that was missed) creates it, and
+  SessionStart writes a message, so the session's newest event is its latest activity. It is
+  live (`ended IS NULL`) while Claude Code runs; SessionEnd ends it (a `--resume` makes it
+  live again). A sub-agent's hooks (their input has `agent_id`) write `cc-<agent_id>`, whose
+  parent is `cc-<session_id>`, as the importer names sub-agent files.
 - `ctxview mcp` started by Claude Code finds the session from its environment: Claude Code
   2.1.328 starts MCP servers with `CLAUDE_CODE_SESSION_ID` set (and their cwd = the project
   folder, `CLAUDE_PROJECT_DIR`), so the session is `cc-$CLAUDE_CODE_SESSION_ID`.
@@ -23,8 +25,9 @@ MCP server (backend/agents/mcp_server.py, `ctxview mcp`), so both write one sess
   `CTXVIEW_SESSION` in the environment, when set, wins over both.
 - Ids are taken from `sessions.next_rid` by whichever process writes: a hook and the MCP server
   may run at the same moment (Claude Code runs tools in parallel), so each takes
-  `live.session_lock(store_path, session_id)` around "resume the session, insert, commit" and
-  resumes from the store inside it (never a cached `next_rid`).
+  `live.session_lock(store_path, session_id)` around "bring the session up to date, insert,
+  commit": a process that keeps the session in memory takes in what others wrote since
+  (`Session.catch_up`), never trusting a cached `next_rid`.
 - The hook lets `mcp__ctxview__*` tools pass untouched: their results already went through the
   engine in the MCP server, with their own ids.
 """
