@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import failures
 from .claude_hooks import HookEngine
-from .hook_client import BUDGET, event_name, socket_path
+from .hook_client import BUDGET, event_name, private_folder, socket_path
 
 IDLE = 900.0  # seconds without a hook before the engine exits
 STEP_BUDGET = BUDGET - 0.5  # the engine gives up on a step before the client does
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     store = Path(args.store).expanduser()
     path = socket_path(store)
     path.parent.mkdir(mode=0o700, exist_ok=True)
+    private_folder(str(path.parent))  # never serve from a folder someone else could reach
     # One engine per store: whoever holds the lock serves; a second one started at the same
     # moment leaves at once.
     lock = os.open(str(path) + ".lock", os.O_CREAT | os.O_RDWR, 0o600)

@@ -138,9 +138,19 @@ def ask(store: str, event: str, raw: bytes, *, deadline: float) -> bytes:
             time.sleep(0.02)
 
 
+def private_folder(folder: str) -> None:
+    """The socket's folder must be ours and closed to others (it is in /tmp): a folder another
+    user made there could hold their socket, which would read the hook input and answer the
+    model. Raises PermissionError otherwise; FileNotFoundError when it is not there."""
+    st = os.lstat(folder)
+    if st.st_uid != os.getuid() or (st.st_mode & 0o170000) != 0o040000 or st.st_mode & 0o077:
+        raise PermissionError(f"{folder} is not a private folder of this user")
+
+
 def _exchange(path: str, request: bytes, deadline: float) -> bytes:
     """One request per connection: the event's name, a newline, the hook input; the answer is
     everything the engine writes before it closes."""
+    private_folder(os.path.dirname(path))
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         s.settimeout(max(0.05, deadline - time.monotonic()))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from ctxview.backend.agents import failures
 from ctxview.backend.agents.claude_hooks import HookEngine
-from ctxview.backend.agents.hook_client import default_store, socket_path, stop
+from ctxview.backend.agents.hook_client import default_store, private_folder, socket_path, stop
 from ctxview.backend.importers.runner import import_file
 from ctxview.backend.session import Session
 from ctxview.backend.store import Writer
@@ -328,3 +328,17 @@ def test_the_engine_starts_on_demand_and_stop_ends_it(tmp_path: Path) -> None:
     assert b"[#1000]" in done.stdout and socket_path(store).exists()
     _stop(store)
     assert not stop(store)
+
+
+def test_the_socket_folder_must_be_private(tmp_path: Path) -> None:
+    folder = tmp_path / "sock"
+    folder.mkdir(mode=0o700)
+    folder.chmod(0o700)
+    private_folder(str(folder))
+    folder.chmod(0o755)  # readable by others: someone else's socket could sit there
+    with pytest.raises(PermissionError):
+        private_folder(str(folder))
+    (tmp_path / "link").symlink_to(folder)
+    folder.chmod(0o700)
+    with pytest.raises(PermissionError):
+        private_folder(str(tmp_path / "link"))
