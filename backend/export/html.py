@@ -317,8 +317,8 @@ def result_html(ctx: Ctx, item: Item) -> str:
     shown = item.shown if item.shown is not None else ""
     bracket, _, body = shown.partition("\n")
     kind = "stub" if ev.rkind in STUB_KINDS else ev.rkind if ev.rkind in ("recall", "error") else ""
-    anchor = space.anchor(ev.rid) if ev.rid is not None else ""
-    out = [f'<div class="bracket {kind}" id="{anchor}">{linked(ctx, bracket)}']
+    anchor = f' id="{space.anchor(ev.rid)}"' if ev.rid is not None else ""
+    out = [f'<div class="bracket {kind}"{anchor}>{linked(ctx, bracket)}']
     if ev.rkind in STUB_KINDS and ev.points_to is not None and ev.points_to in space.epoch_of:
         out.append(f' <span class="dim">↵ leads to</span> '
                    f'{id_link(ctx, ev.points_to, space.ref(ev.points_to))}')  # fmt: skip
