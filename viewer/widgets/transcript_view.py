@@ -145,6 +145,9 @@ class TranscriptView(ScrollView, can_focus=True):
         self._pending_heights: dict[int, tuple[Block, int]] = {}
         self._heights_scheduled = False
         self._laid_width = 0  # the body width the heights were laid out for
+        self._palette: Palette | None = None
+        self._frame_width: int | None = None
+        self._palette_theme = ""
 
     # The data
 
@@ -158,7 +161,13 @@ class TranscriptView(ScrollView, can_focus=True):
 
     @property
     def palette(self) -> Palette:
-        return palette_for(self.app.current_theme)
+        # Asked for on every line drawn: `current_theme` looks the theme up in a list each
+        # time, the theme's name is a plain attribute.
+        name = self.app.theme
+        if self._palette is None or self._palette_theme != name:
+            self._palette = palette_for(self.app.current_theme)
+            self._palette_theme = name
+        return self._palette
 
     def context(self) -> RenderContext:
         return RenderContext(self.palette, self.outline.epoch_of, self.stored_mode, self.digits,
@@ -540,7 +549,11 @@ class TranscriptView(ScrollView, can_focus=True):
     def render_lines(self, crop: Any) -> list[Strip]:
         # The widget's style walks the DOM: look it up once per render, not once per line.
         self._base = self.rich_style
-        return super().render_lines(crop)
+        self._frame_width = self.text_width  # once per render, not once per line
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_width = None
 
     @property
     def text_width(self) -> int:
@@ -554,7 +567,7 @@ class TranscriptView(ScrollView, can_focus=True):
         return max(self.text_width - GUTTER, 4)
 
     def render_line(self, y: int) -> Strip:
-        width = self.text_width
+        width = self._frame_width or self.text_width
         line = self.scroll_offset.y + y
         base = self._base if self._base is not None else self.rich_style
         if not self.blocks or line >= self.heights.total:
@@ -569,7 +582,7 @@ class TranscriptView(ScrollView, can_focus=True):
         cached = self._lines.get(key)
         if cached is not None:
             return cached
-        body_width = self.body_width
+        body_width = max(width - GUTTER, 4)
         strips = self._strips_for(block, body_width)
         if strips is None:
             strip = (
@@ -909,7 +922,11 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def screen_text(self) -> str:
         """The plain text on screen now (tests and the benchmark read it)."""
-        return "\n".join(self.render_line(y).text for y in range(self.size.height))
+        self._frame_width = self.text_width
+        try:
+            return "\n".join(self.render_line(y).text for y in range(self.size.height))
+        finally:
+            self._frame_width = None
 
 
 def _clusters(seqs: list[int], gap: int) -> list[tuple[int, int]]:
