@@ -22,11 +22,11 @@ OUTLINE_SELECT = (*OUTLINE_COLUMNS[:-1], "CASE WHEN kind IN ('message', 'compact
                   "length(text) - length(replace(text, char(10), '')) + 1 END")  # fmt: skip
 
 # Per-session figures, from the events: results, compactions, what the rules saved.
-_SESSION_SELECT = f"""
+_SESSION_TEMPLATE = f"""
 SELECT {", ".join("s." + c for c in SESSION_COLUMNS)},
        coalesce(f.results, 0), coalesce(f.events, 0), coalesce(f.compactions, 0),
        coalesce(f.shown, 0), coalesce(f.stored, 0), coalesce(f.saved, 0), coalesce(f.seen, 0),
-       coalesce(f.last_seq, 0)
+       coalesce(f.last_seq, 0), {{lease}}
 FROM sessions s LEFT JOIN (
     SELECT session,
            count(rid) AS results,
@@ -41,13 +41,14 @@ FROM sessions s LEFT JOIN (
     FROM events GROUP BY session
 ) f ON f.session = s.id
 """
+_SESSION_SELECT = _SESSION_TEMPLATE.format(lease="s.lease_until")
 
 
 def _session(row: tuple) -> SessionRow:  # type: ignore[type-arg]
     n = len(SESSION_COLUMNS)
     s = SessionRow(*row[:n])
     (s.results, s.events, s.compactions, s.chars_shown, s.chars_stored, s.chars_saved,
-     s.chars_seen, s.last_seq) = row[n:]  # fmt: skip
+     s.chars_seen, s.last_seq, s.lease_until) = row[n:]  # fmt: skip
     return s
 
 
@@ -71,6 +72,7 @@ class Reader:
         self.path = path
         self._before = before  # whether -wal and -shm were there before this reader opened
         self.identity = opened  # (device, inode) of the file this reader has open
+        self._session_sql: str | None = None
 
     @classmethod
     async def open(cls, path: Path | str) -> Reader:
@@ -98,14 +100,34 @@ class Reader:
 
     # Sessions
 
+    async def _sessions_sql(self) -> str:
+        """The list query; an older store read as it is (nobody may write it, so it was not
+        migrated) has no lease column: its sessions are never live."""
+        if self._session_sql is None:
+            cols = {r[1] for r in await self._conn.execute_fetchall("PRAGMA table_info(sessions)")}
+            lease = "s.lease_until" if "lease_until" in cols else "NULL"
+            self._session_sql = _SESSION_TEMPLATE.format(lease=lease)
+        return self._session_sql
+
     async def sessions(self) -> list[SessionRow]:
         """All sessions, newest first."""
-        rows = await self._conn.execute_fetchall(_SESSION_SELECT + " ORDER BY s.started DESC, s.id")
-        return [_session(r) for r in rows]
+        sql = await self._sessions_sql() + " ORDER BY s.started DESC, s.id"
+        return [_session(r) for r in await self._conn.execute_fetchall(sql)]
 
     async def session(self, session_id: str) -> SessionRow | None:
-        rows = await self._conn.execute_fetchall(_SESSION_SELECT + " WHERE s.id = ?", (session_id,))
+        sql = await self._sessions_sql() + " WHERE s.id = ?"
+        rows = await self._conn.execute_fetchall(sql, (session_id,))
         return _session(rows[0]) if rows else None
+
+    async def session_head(self, session_id: str) -> tuple[str, float | None, float | None] | None:
+        """(title, ended, lease_until) of a session: what a viewer's title line follows, without
+        the figures `session` sums over its events."""
+        await self._sessions_sql()  # learns whether the store has the lease column
+        lease = "lease_until" if "s.lease_until" in (self._session_sql or "") else "NULL"
+        rows = await self._conn.execute_fetchall(
+            f"SELECT title, ended, {lease} FROM sessions WHERE id = ?", (session_id,)
+        )
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
     async def resolve_session(self, ref: str | None) -> SessionRow:
         """A session by id or unique id prefix; the newest when `ref` is None."""

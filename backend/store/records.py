@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any
@@ -100,10 +101,20 @@ class SessionRow:
     chars_saved: int = 0
     chars_seen: int = 0
     last_seq: int = 0
+    lease_until: float | None = None  # a writer's lease (schema 4): live while it holds
 
     @property
     def live(self) -> bool:
-        return self.ended is None
+        """A writer is attached: not ended, and its writer's lease holds now."""
+        return self.ended is None and self.lease_until is not None and self.lease_until > time.time()
+
+    @property
+    def left_at(self) -> float | None:
+        """When it stopped being live: its end, else when its writer left (None: never leased,
+        as an older store's sessions, or live now)."""
+        if self.ended is not None:
+            return self.ended
+        return None if self.live else self.lease_until
 
     @property
     def overrides(self) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x63747876  # "ctxv": marks a SQLite file as a ctxview store
 
 
@@ -167,9 +167,18 @@ def _to_v3(conn: sqlite3.Connection) -> None:
     )
 
 
+# Version 4: a session is live while a writer holds its lease: the writer sets `lease_until`
+# (wall-clock seconds) a few seconds ahead and renews it while it is open; closing sets it to the
+# moment it left. `ended IS NULL` alone said "live" forever after a writer stopped or died.
+def _to_v4(conn: sqlite3.Connection) -> None:
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
+    if "lease_until" not in columns:
+        conn.execute("ALTER TABLE sessions ADD COLUMN lease_until REAL")
+
+
 # version -> the step that brings a store of that version to the next one. Steps are idempotent
 # and run inside the migration's transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v2, 2: _to_v3}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v2, 2: _to_v3, 3: _to_v4}
 
 
 def check(conn: sqlite3.Connection) -> int | None:

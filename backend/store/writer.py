@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 import sqlite3
 import time
@@ -125,6 +127,13 @@ def _clean(value: Any) -> Any:
     return _SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
 
 
+# A writer's lease on the sessions it writes (schema 4): set this far ahead, renewed every
+# LEASE_RENEW seconds while the writer is open. A writer killed outright stops being "live" in a
+# viewer at most LEASE_SECONDS later; one that closes, at once.
+LEASE_SECONDS = 15.0
+LEASE_RENEW = 5.0
+
+
 class Writer:
     """One long-lived connection that writes. Several processes may each hold one (busy timeout)."""
 
@@ -137,6 +146,10 @@ class Writer:
         self._batch: dict[str, list[Pending]] | None = None
         self._batch_size = 0
         self._tx: list[Any] | None = None  # in `transaction`: [lock taken, its check]
+        self._leased: set[str] = set()  # the sessions this writer keeps live
+        self._lease_value = 0.0  # the lease_until it last wrote
+        self._lease_task: asyncio.Task[None] | None = None
+        self._lease_wake = asyncio.Event()
 
     @classmethod
     async def open(cls, path: Path | str, *, fts_max_chars: int = 1_000_000) -> Writer:
@@ -146,7 +159,62 @@ class Writer:
 
     async def close(self) -> None:
         await self.flush()
+        await self._release()
         await self._conn.close()
+
+    # The lease: a session is live while a writer is attached to it.
+
+    def _lease(self, session_id: str) -> None:
+        """Keep `session_id` live while this writer is open. Written by the renewing task, not
+        inline: the hot path (a hook's insert) takes no extra await."""
+        if session_id in self._leased:
+            return
+        self._leased.add(session_id)
+        self._lease_wake.set()
+        if self._lease_task is None or self._lease_task.done():
+            self._lease_task = asyncio.get_running_loop().create_task(
+                self._renew_leases(), name="ctxview-lease"
+            )
+
+    def _unlease(self, session_id: str) -> None:
+        self._leased.discard(session_id)
+
+    async def _renew_leases(self) -> None:
+        while self._leased:
+            self._lease_wake.clear()
+            until = time.time() + LEASE_SECONDS
+            ids = sorted(self._leased)
+            marks = ",".join("?" for _ in ids)
+            try:
+                # One statement, autocommit: inside a caller's open transaction it simply
+                # commits with it.
+                await self._conn.execute(
+                    f"UPDATE sessions SET lease_until = ? WHERE id IN ({marks}) AND ended IS NULL",
+                    (until, *ids),
+                )
+                self._lease_value = until
+            except (sqlite3.Error, ValueError):  # busy past the timeout, or closing: next time
+                pass
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._lease_wake.wait(), LEASE_RENEW)
+
+    async def _release(self) -> None:
+        """Closing: the sessions stop being live now, unless another writer renewed their lease
+        since (its value is later than ours)."""
+        task, self._lease_task = self._lease_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        ids, self._leased = sorted(self._leased), set()
+        if not ids:
+            return
+        marks = ",".join("?" for _ in ids)
+        with contextlib.suppress(sqlite3.Error):
+            await self._conn.execute(
+                f"UPDATE sessions SET lease_until = ? WHERE id IN ({marks}) "
+                "AND (lease_until IS NULL OR lease_until <= ?)",
+                (time.time(), *ids, self._lease_value),
+            )
 
     async def __aenter__(self) -> Writer:
         return self
@@ -171,16 +239,19 @@ class Writer:
         data: str = "{}",
     ) -> None:
         await self._lock()
+        lease = time.time() + LEASE_SECONDS  # live from the start (see `_lease`)
         await self._conn.execute(
             "INSERT INTO sessions (id, title, workspace, source, source_path, source_ref, "
-            "parent_session, parent_call, started, config, next_rid, data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "parent_session, parent_call, started, config, next_rid, data, lease_until) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 session_id, title, workspace, source, source_path, source_ref,
                 parent_session, parent_call, started if started is not None else time.time(),
-                config, next_rid, data,
+                config, next_rid, data, lease,
             ),
         )  # fmt: skip
+        self._lease_value = max(self._lease_value, lease)
+        self._lease(session_id)
 
     async def update_session(self, session_id: str, **fields: Any) -> None:
         allowed = {"title", "workspace", "started", "ended", "data", "source_path", "source_ref",
@@ -194,6 +265,12 @@ class Writer:
         await self._conn.execute(
             f"UPDATE sessions SET {sets} WHERE id = ?", (*fields.values(), session_id)
         )
+        if fields.get("ended", False) is None:  # resumed (ended = None): live again
+            self._lease(session_id)
+        elif "ended" in fields:
+            self._unlease(session_id)
+        else:
+            self._lease(session_id)
 
     async def append(
         self,
@@ -206,6 +283,7 @@ class Writer:
         """Commit one step's events and bodies together, or queue them inside `batch()`.
         `fts_max_chars`: how much of each body the search index takes (the session's config)."""
         pending = Pending(list(events), list(bodies), fts_max_chars)
+        self._lease(session_id)
         if self._batch is not None:
             self._batch.setdefault(session_id, []).append(pending)
             self._batch_size += len(pending.events)
