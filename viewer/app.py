@@ -150,7 +150,7 @@ class CtxviewApp(App[None]):
                 return
             old, self.reader = self.reader, reader
             if self.watcher is not None:
-                self.watcher.reader = reader
+                await self.watcher.follow(reader)
             await self._show_new_store()
             await old.close()
             self._tell(("new", now), f"The store {self.store_path} was replaced; the view now "

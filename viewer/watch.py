@@ -71,6 +71,15 @@ class StoreWatcher:
                 await task
         self._tasks = []
 
+    async def follow(self, reader: Reader) -> None:
+        """Watch through a new reader (the app opened the file now at the path). Its baseline is
+        taken now, before the screens load from it, so a commit in between is not missed."""
+        self.reader = reader
+        try:
+            self._version = await reader.data_version()
+        except Exception:
+            self._version = None
+
     def look(self) -> bool:
         """Tell `moved` when the file at the path is not the one the reader has open."""
         if self.moved is None or identity(self.store) == self.reader.identity:

@@ -107,3 +107,27 @@ async def test_a_file_that_is_not_a_store_is_told_once(tmp_path: Path) -> None:
         await pilot.pause(1.5)
         assert notices(app).count(said) == 1
         assert listed(app) == ["alpha"], "what was read stays on screen"
+
+
+async def test_the_folder_removed_and_made_again_with_other_sessions(tmp_path: Path) -> None:
+    """The watch of a removed folder ends; the poll still looks, and the new folder is watched."""
+    import shutil
+
+    folder = tmp_path / "state"
+    folder.mkdir()
+    store = folder / "store.db"
+    await make_store(store, "s", "before", ["old text"])
+    app = CtxviewApp(store, session="s")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
+                    and "before" in app.screen.title_text)  # fmt: skip
+        shutil.rmtree(folder)
+        await until(pilot, lambda: any("deleted or moved away" in n for n in notices(app)))
+        folder.mkdir()
+        await make_store(store, "t", "elsewhere", ["other text"])
+        # The session shown is not in the new file: the list of what is.
+        await until(pilot, lambda: listed(app) == ["t"])
+        assert len(app.screen_stack) == 2
+        async with await Writer.open(store) as writer:
+            await writer.create_session("u", title="later", next_rid=0x1000, started=3_000.0)
+        await until(pilot, lambda: listed(app) == ["u", "t"])
