@@ -268,6 +268,7 @@ class FileImporter:
         self.problems_total = 0
         self._ids: dict[str, Any] = {}  # what the first lines said, while they may say more
         self._written: str | None = None  # the main session's data as last committed here
+        self._saved_line = 0  # the line count that commit covered
 
     async def step(self, *, live: bool = False, progress: Progress | None = None) -> FileReport:
         if self.hub is None and detect(self.path) == EXPORT:  # ctxview's own export: its importer
@@ -281,8 +282,10 @@ class FileImporter:
                 async with self.writer.batch(), self.writer.transaction(self._still_current):
                     more = await self._chunk(report, live, progress)
             except _Moved:
-                self._forget()  # another import of this file committed first: carry on from it
-                report.problems = [p for p in report.problems if p.line <= self.line]
+                # Another import of this file committed first: carry on from where it stopped
+                # (what this one read past its own last commit is that one's to report).
+                report.problems = [p for p in report.problems if p.line <= self._saved_line]
+                self._forget()
             except BaseException:
                 self._forget()  # what was read since the last commit is not in the store
                 raise
@@ -336,6 +339,7 @@ class FileImporter:
         if self._ids:
             state["ids"] = self._ids
         self._written = await self.hub.save(state, live=live)
+        self._saved_line = self.line
         return more
 
     async def _current(self) -> bool:
@@ -418,6 +422,7 @@ class FileImporter:
             main = await _resume(self.writer, sid, ids.cwd)
             state = main.data.get("import", {})
             self.offset, self.line = int(state.get("offset", 0)), int(state.get("line", 0))
+            self._saved_line = self.line
             self.problems_total = int(state.get("problems", 0))
             if "ino" in state:
                 self.ident = Identity(state["dev"], state["ino"], self.offset)
