@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import sys
 from pathlib import Path
 
 from ..cli import CliError
 from ..demo import DEFAULT_PACE, DemoRun, open_demo, play, run_demo
+from .common import store_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,10 +24,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--theme", help="the viewer's theme (ctxview-dark, ctxview-light, ...)")
 
 
-def _store(args: argparse.Namespace) -> Path | None:
-    # Only an explicit --store: the demo never writes into the default store by surprise.
-    given = getattr(args, "store", None)
-    return Path(given).expanduser() if given else None
+def _store(args: argparse.Namespace) -> Path:
+    # The default store unless --store: the next plain `ctxview` finds the demo there.
+    return store_path(args)
+
+
+def _tidy(run: DemoRun) -> None:
+    """The copy of the sample project the engine worked on goes (the store keeps every result):
+    a demo leaves no temporary folder behind."""
+    parent = run.workspace.parent
+    if parent.name.startswith("ctxview-demo-"):
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +54,8 @@ async def _write_only(args: argparse.Namespace) -> int:
     def tell(run: DemoRun) -> None:
         print(f"store: {run.store}\nsession: {run.session_id}", flush=True)
 
-    await run_demo(_store(args), args.pace, on_open=tell)
+    run = await run_demo(_store(args), args.pace, on_open=tell)
+    _tidy(run)
     return 0
 
 
@@ -88,8 +98,7 @@ async def _view(args: argparse.Namespace) -> int:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await run.close()
-    print(
-        f"The demo's store is {run.store}; open it again with: ctxview view --store {run.store}",
-        file=sys.stderr,
-    )
+        _tidy(run)
+    again = "ctxview" if getattr(args, "store", None) is None else f"ctxview --store {run.store}"
+    print(f"The demo is in the store {run.store}; open it again with: {again}", file=sys.stderr)
     return 0

@@ -23,7 +23,8 @@ async def _check(args: argparse.Namespace) -> str | None:
     path = store_path(args)
     if not path.exists():
         raise CliError(
-            f"There is no store at {path}; `ctxview demo` or `ctxview import PATH` makes one."
+            f"There is no store at {path} yet: `ctxview demo` writes a sample session to it, "
+            f"`ctxview import ~/.claude/projects` your Claude Code sessions."
         )
     reader = await Reader.open(path)
     try:

@@ -101,16 +101,32 @@ def test_no_view_prints_store_and_session(tmp_path: Path) -> None:
     assert lines["session"] in listed.stdout
 
 
-def test_no_view_without_store_uses_a_temporary_folder(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [*CTXVIEW, "demo", "--no-view", "--pace", "0"],
-        capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin",
-        "CTXVIEW_STORE": str(tmp_path / "never.db"), "HOME": str(tmp_path)},
-    )  # fmt: skip
+def test_no_view_without_store_writes_the_default_store_and_leaves_no_folder(
+    tmp_path: Path,
+) -> None:
+    """Issue 10.6: the demo writes to the default store (so the next plain `ctxview` finds it)
+    and leaves no temporary folder behind (its copy of the sample project goes)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    default = tmp_path / "default.db"
+    env = {"PATH": "/usr/bin:/bin", "CTXVIEW_STORE": str(default), "HOME": str(tmp_path),
+           "TMPDIR": str(tmp)}  # fmt: skip
+    done = subprocess.run([*CTXVIEW, "demo", "--no-view", "--pace", "0"], capture_output=True,
+                          text=True, timeout=120, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    store = Path(done.stdout.splitlines()[0].removeprefix("store: "))
-    assert store.exists() and "ctxview-demo-" in str(store)
-    assert not (tmp_path / "never.db").exists()
+    assert done.stdout.splitlines()[0] == f"store: {default}"
+    assert default.exists() and list(tmp.iterdir()) == []
+    listed = subprocess.run([*CTXVIEW, "sessions"], capture_output=True, text=True, env=env)
+    assert done.stdout.splitlines()[1].removeprefix("session: ") in listed.stdout
+
+
+def test_plain_ctxview_without_a_store_says_what_to_run(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "CTXVIEW_STORE": str(tmp_path / "none.db"),
+           "HOME": str(tmp_path)}  # fmt: skip
+    done = subprocess.run(CTXVIEW, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "`ctxview demo`" in done.stderr and "`ctxview import ~/.claude/projects`" in done.stderr
+    assert not (tmp_path / "none.db").exists()
 
 
 def test_bad_pace_and_theme_are_one_sentence(tmp_path: Path) -> None:

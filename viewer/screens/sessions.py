@@ -10,24 +10,59 @@ from typing import ClassVar
 
 from ctxview.backend.store.records import SessionRow
 from ctxview.viewer.messages import OpenSession, StoreChanged
+from ctxview.viewer.widgets.footer import KeysFooter
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Input, Static
 
-# The short, telling columns first; the workspace (long, often the same) last.
+# The short, telling columns first; the workspace (long, often the same) last. Each column's
+# (key, label, natural width, narrowest width); a narrow screen shrinks the title and the
+# workspace down to their narrowest, then drops columns from the end of DROP_ORDER.
 COLUMNS = (
-    ("title", "Title"),
-    ("started", "Started"),
-    ("results", "Results"),
-    ("state", "State"),
-    ("saved", "Chars saved"),
-    ("source", "Source"),
-    ("workspace", "Workspace"),
+    ("title", "Title", 56, 16),
+    ("started", "Started", 16, 16),
+    ("results", "Results", 7, 7),
+    ("state", "State", 5, 5),
+    ("saved", "Saved", 7, 7),
+    ("source", "Source", 11, 11),
+    ("workspace", "Workspace", 40, 12),
 )
+KEEP_ORDER = ("title", "state", "results", "started", "saved", "source", "workspace")
 TITLE_WIDTH = 56  # a first prompt can be a paragraph; the rest of the row must stay in view
+CELL_PADDING = 2  # DataTable pads each cell by one on either side
+SCROLLBAR = 2  # the vertical scrollbar's room, kept whether it shows or not
+SORTS = ("newest", "size", "savings")
+EMPTY = (
+    "No sessions in this store yet. `ctxview demo` writes a sample session to watch; "
+    "`ctxview import ~/.claude/projects` imports your Claude Code sessions "
+    "(`ctxview import ~/.codex/sessions` Codex's); `ctxview follow` follows a running agent."
+)
+
+
+def fit_columns(width: int) -> list[tuple[str, str, int]]:
+    """The columns that fit `width` cells, in display order, as (key, label, width): each kept
+    column as wide as it wants while the room lasts, the title and workspace shrunk first, then
+    columns dropped from the end of KEEP_ORDER. Never wider than `width` (no sideways scroll)."""
+    spec = {key: (label, natural, narrow) for key, label, natural, narrow in COLUMNS}
+    room = width - SCROLLBAR
+    kept: list[str] = []
+    for key in KEEP_ORDER:
+        narrow = spec[key][2] + CELL_PADDING
+        if sum(spec[k][2] + CELL_PADDING for k in kept) + narrow <= room:
+            kept.append(key)
+    widths = {k: spec[k][2] for k in kept}
+    spare = room - sum(w + CELL_PADDING for w in widths.values())
+    for key in ("title", "workspace", *kept):  # the flexible ones take the room first
+        if key in widths and spare > 0:
+            grow = min(spare, spec[key][1] - widths[key])
+            widths[key] += grow
+            spare -= grow
+    return [(key, spec[key][0], widths[key]) for key, *_ in COLUMNS if key in widths]
+
 
 # At most one reload of the list per this many seconds while rows stream in, and never more
 # often than every five times the last reload took (the list query sums every session's events:
@@ -56,8 +91,18 @@ def format_started(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
-def ordered(sessions: list[SessionRow]) -> list[tuple[SessionRow, int]]:
-    """Sessions newest first, each sub-agent session right under its parent, with its depth."""
+def _sort_key(sort: str):  # type: ignore[no-untyped-def]
+    if sort == "size":
+        return lambda s: (-s.chars_stored, -s.started, s.id)
+    if sort == "savings":
+        return lambda s: (-s.chars_saved, -s.started, s.id)
+    return lambda s: (-s.started, s.id)
+
+
+def ordered(sessions: list[SessionRow], sort: str = "newest") -> list[tuple[SessionRow, int]]:
+    """Sessions by `sort` (newest, size: stored characters, savings: characters saved), each
+    sub-agent session right under its parent, with its depth."""
+    sessions = sorted(sessions, key=_sort_key(sort))
     ids = {s.id for s in sessions}
     children: dict[str, list[SessionRow]] = {}
     roots: list[SessionRow] = []
@@ -86,6 +131,15 @@ def ordered(sessions: list[SessionRow]) -> list[tuple[SessionRow, int]]:
     return out
 
 
+def matches(s: SessionRow, words: list[str]) -> bool:
+    """Every word of the filter is in the title, the workspace or the source."""
+    hay = f"{s.title}\n{s.workspace}\n{short_path(s.workspace, 1000)}\n{s.source}".lower()
+    return all(w in hay for w in words)
+
+
+GROUP = "\x00group:"  # the key prefix of a group's heading row
+
+
 @dataclass(frozen=True)
 class RowView:
     """What one row shows: compared between reloads so an idle list is not redrawn."""
@@ -109,23 +163,44 @@ def row_view(s: SessionRow, depth: int) -> RowView:
         "live" if s.live else "ended",
         human_count(s.chars_saved),
         s.source,
-        short_path(s.workspace),
+        short_path(s.workspace, 200),
     )
     return RowView(s.id, cells, s.live, depth)
 
 
-def _cells(row: RowView) -> list[Text]:
+def group_view(workspace: str, count: int) -> RowView:
+    label = f"▾ {short_path(workspace, 200) or '(no workspace)'} · {count} session"
+    return RowView(GROUP + workspace, (label + "s" * (count != 1), "", "", "", "", "", ""),
+                   False, -1)  # fmt: skip
+
+
+def _fit(text: str, width: int, *, tail: bool = False) -> str:
+    """Cut to `width` cells with an ellipsis (a path keeps its tail, which is the part that
+    tells)."""
+    if cell_len(text) <= width:
+        return text
+    if tail:
+        return "…" + text[-(width - 1) :]
+    return text[: width - 1] + "…"
+
+
+def _cells(row: RowView, columns: list[tuple[str, str, int]]) -> list[Text]:
     # Text objects, never str: a title is untrusted and must not be parsed as markup.
-    title, started, results, state, saved, source, workspace = row.cells
-    return [
-        Text(title, style="dim" if row.depth else ""),
-        Text(started),
-        Text(results, justify="right"),
-        Text(state, style="bold green" if row.live else "dim"),
-        Text(saved, justify="right"),
-        Text(source),
-        Text(workspace),
-    ]
+    by_key = dict(zip((c[0] for c in COLUMNS), row.cells, strict=True))
+    out: list[Text] = []
+    for key, _, width in columns:
+        value = _fit(by_key[key], width, tail=key == "workspace")
+        if row.depth < 0:  # a group's heading
+            out.append(Text(value, style="bold"))
+        elif key == "title":
+            out.append(Text(value, style="dim" if row.depth else ""))
+        elif key in ("results", "saved"):
+            out.append(Text(value, justify="right"))
+        elif key == "state":
+            out.append(Text(value, style="bold green" if row.live else "dim"))
+        else:
+            out.append(Text(value))
+    return out
 
 
 class SessionTable(DataTable[Text]):
@@ -136,47 +211,79 @@ class SessionTable(DataTable[Text]):
     ]
 
 
+class FilterInput(Input):
+    """The filter line: typing filters the list; enter, escape or down go back to it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "done(True)", "Clear filter"),
+        Binding("enter", "done(False)", "To the list", show=False),
+        Binding("down", "done(False)", "To the list", show=False),
+    ]
+
+    def action_done(self, clear: bool) -> None:
+        if clear:
+            self.value = ""
+        self.screen.query_one(SessionTable).focus()
+
+
 class SessionsScreen(Screen[None]):
     """A DataTable of sessions. Reads through `app.reader`; reloads on StoreChanged."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload", show=False),
+        Binding("f", "filter", "Filter"),
+        Binding("s", "sort", "Sort"),
+        Binding("w", "group", "Group"),
         Binding("slash", "search", "Search all"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
     DEFAULT_CSS = """
     SessionsScreen #sessions-empty { padding: 1 2; color: $text-muted; display: none; }
     SessionsScreen.-empty #sessions-empty { display: block; }
     SessionsScreen.-empty DataTable { display: none; }
-    SessionsScreen DataTable { height: 1fr; }
+    SessionsScreen DataTable { height: 1fr; overflow-x: hidden; }
+    SessionsScreen FilterInput { display: none; }
+    SessionsScreen.-filtering FilterInput { display: block; }
     """
 
     def __init__(self) -> None:
         super().__init__()
         self._rows: list[RowView] | None = None  # None: not loaded yet
+        self._sessions: list[SessionRow] | None = None
+        self._columns: list[tuple[str, str, int]] = []
         self._dirty = False
         self._last_reload = 0.0
         self._reload_took = 0.0
         self._pending = False
         self._reloading = False
+        self.sort = "newest"
+        self.grouped = False
+        self.filter_words: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static("No sessions in this store yet.", id="sessions-empty", markup=False)
-        table = SessionTable(cursor_type="row", zebra_stripes=True, id="sessions")
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
-        yield table
-        yield Footer()
+        # The header's default icon (U+2B58) is in no font a browser has here: a box.
+        yield Header(icon="≡")
+        yield FilterInput(placeholder="filter: words of the title, workspace or source",
+                          id="sessions-filter", compact=True)  # fmt: skip
+        yield Static(EMPTY, id="sessions-empty", markup=False)
+        yield SessionTable(cursor_type="row", zebra_stripes=True, id="sessions")
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.title = "ctxview"
         self.sub_title = "sessions"
+        self.query_one(SessionTable).focus()
         self.reload()
+        # A writer that dies leaves its lease to run out with no write to tell us: look again.
+        self.set_interval(2.0, self._lease_check)
 
     def on_screen_resume(self) -> None:
         if self._dirty:
             self.reload()
+
+    def on_resize(self) -> None:
+        self._layout_rows(force=False)
 
     @on(StoreChanged)
     def _store_changed(self, event: StoreChanged) -> None:
@@ -194,6 +301,41 @@ class SessionsScreen(Screen[None]):
         from .search import SearchScreen
 
         self.app.push_screen(SearchScreen())
+
+    def action_filter(self) -> None:
+        self.add_class("-filtering")
+        self.query_one(FilterInput).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one(FilterInput)
+        if box.value:
+            box.value = ""
+        self.remove_class("-filtering")
+
+    def action_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self._layout_rows()
+
+    def action_group(self) -> None:
+        self.grouped = not self.grouped
+        self._layout_rows()
+
+    @on(Input.Changed, "#sessions-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.filter_words = event.value.lower().split()
+        if not event.value and self.focused is not event.input:
+            self.remove_class("-filtering")
+        self._layout_rows()
+
+    @on(Input.Submitted, "#sessions-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one(SessionTable).focus()
+
+    def _lease_check(self) -> None:
+        if self._rows and any(r.live for r in self._rows):
+            self._layout_rows()
 
     def reload(self) -> None:
         """Ask for a reload. Bursts collapse into one; a reload under way is never cancelled (a
@@ -223,37 +365,90 @@ class SessionsScreen(Screen[None]):
                                     markup=False)  # fmt: skip
                     return
                 self._reload_took = time.monotonic() - self._last_reload
-                self.show([row_view(s, depth) for s, depth in ordered(sessions)])
+                self._sessions = sessions
+                self._layout_rows()
         finally:
             self._reloading = False
 
-    def show(self, rows: list[RowView]) -> None:
+    def rows_for(self, sessions: list[SessionRow]) -> list[RowView]:
+        """The rows shown: filtered, sorted, grouped by workspace when asked."""
+        picked = [(s, d) for s, d in ordered(sessions, self.sort)
+                  if not self.filter_words or matches(s, self.filter_words)]  # fmt: skip
+        if not self.grouped:
+            return [row_view(s, d) for s, d in picked]
+        groups: dict[str, list[tuple[SessionRow, int]]] = {}
+        current = ""
+        for s, d in picked:  # a sub-agent stays with its parent's group (it follows it)
+            current = s.workspace if d == 0 or not groups else current
+            groups.setdefault(current, []).append((s, d))
+        out: list[RowView] = []
+        for ws, members in groups.items():
+            out.append(group_view(ws, sum(d == 0 for _, d in members)))
+            out.extend(row_view(s, d) for s, d in members)
+        return out
+
+    def _layout_rows(self, *, force: bool = True) -> None:
+        if self._sessions is None or not self.is_attached:
+            return
+        table = self.query_one(SessionTable)
+        columns = fit_columns(table.size.width or self.size.width or 80)
+        if columns != self._columns:
+            self._columns = columns
+            keep = self._cursor_key(table)
+            table.clear(columns=True)
+            for key, label, width in columns:
+                table.add_column(label, key=key, width=width)
+            self._rows = None
+            self.show(self.rows_for(self._sessions), keep=keep)
+        elif force:
+            self.show(self.rows_for(self._sessions))
+
+    def show(self, rows: list[RowView], *, keep: str | None = None) -> None:
         if rows == self._rows:
             return
-        table = self.query_one(DataTable)
-        keep = self._cursor_key(table)
+        table = self.query_one(SessionTable)
+        keep = keep or self._cursor_key(table)
         old_rows = self._rows or []
         old_keys = [r.key for r in old_rows]
         new_keys = [r.key for r in rows]
-        if old_keys == new_keys:
+        if old_keys == new_keys and self._rows is not None:
             # Same sessions in the same order: update the cells that changed, no flicker.
+            keys = [c[0] for c in COLUMNS]
+            shown = {c[0] for c in self._columns}
             for old, new in zip(old_rows, rows, strict=True):
-                if old != new:
-                    for (col, _), cell, prev, was in zip(
-                        COLUMNS, _cells(new), new.cells, old.cells, strict=True
-                    ):
-                        if prev != was:
-                            table.update_cell(new.key, col, cell)
+                if old == new:
+                    continue
+                cells = dict(zip([c[0] for c in self._columns], _cells(new, self._columns),
+                                 strict=True))  # fmt: skip
+                for col, prev, was in zip(keys, new.cells, old.cells, strict=True):
+                    if col in shown and (prev != was or old.live != new.live):
+                        table.update_cell(new.key, col, cells[col])
         else:
             table.clear()
             for row in rows:
-                table.add_row(*_cells(row), key=row.key)
+                table.add_row(*_cells(row, self._columns), key=row.key)
             if keep in new_keys:
                 table.move_cursor(row=new_keys.index(keep), animate=False)
+            elif rows and rows[0].depth < 0 and len(rows) > 1:
+                table.move_cursor(row=1, animate=False)  # past the first group's heading
         self._rows = rows
+        everything = self._sessions or []
         self.set_class(not rows, "-empty")
-        live = sum(r.live for r in rows)
-        self.sub_title = f"{len(rows)} session{'s' * (len(rows) != 1)} · {live} live"
+        empty = self.query_one("#sessions-empty", Static)
+        if not everything:
+            empty.update(EMPTY)
+        elif not rows:
+            empty.update(f"No session matches {' '.join(self.filter_words)!r}; escape clears "
+                         "the filter.")  # fmt: skip
+        sessions = [r for r in rows if r.depth >= 0]
+        live = sum(r.live for r in sessions)
+        parts = [f"{len(sessions)} session{'s' * (len(sessions) != 1)}", f"{live} live",
+                 self.sort]  # fmt: skip
+        if self.grouped:
+            parts.append("by workspace")
+        if self.filter_words:
+            parts.append(f"filter {' '.join(self.filter_words)!r}")
+        self.sub_title = " · ".join(parts)
 
     @staticmethod
     def _cursor_key(table: DataTable[Text]) -> str | None:
@@ -267,11 +462,12 @@ class SessionsScreen(Screen[None]):
 
     @property
     def session_ids(self) -> list[str]:
-        """The ids in the order shown (for tests and the palette)."""
-        return [r.key for r in self._rows or []]
+        """The ids in the order shown (for tests and the palette); headings left out."""
+        return [r.key for r in self._rows or [] if r.depth >= 0]
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        if event.row_key.value:
-            self.post_message(OpenSession(event.row_key.value))
+        key = event.row_key.value
+        if key and not key.startswith(GROUP):
+            self.post_message(OpenSession(key))

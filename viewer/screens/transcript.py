@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import ClassVar
 
 from ctxview.backend.rules.ids import format_id, parse_id
 from ctxview.backend.store import StoreError
+from ctxview.backend.store.records import SessionRow
 from ctxview.backend.store.search import Hit
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from ..live_state import header_text
 from ..messages import OpenSession, StoreChanged
+from ..widgets.footer import KeysFooter as Footer
 from ..widgets.prompt import PromptBar
 from ..widgets.transcript_view import TranscriptView
 
@@ -87,9 +91,9 @@ class TranscriptScreen(Screen[None]):
             return
         self.session_id = row.id
         self.digits = int(row.overrides.get("ids.digits", 4))
-        state = "live" if row.live else "ended"
-        self.title_text = f"{row.title} · {row.id} · {state}"
-        self.query_one("#transcript-title", Static).update(Text(self.title_text))
+        self._show_title(row)
+        # A writer that dies leaves its lease to run out with no write to tell us: look again.
+        self.set_interval(2.0, self._title_check)
         self.view = TranscriptView(self.session_id, digits=self.digits, id="transcript")
         await self.mount(self.view, after=self.query_one("#transcript-title"))
         self.view.focus()
@@ -142,6 +146,27 @@ class TranscriptScreen(Screen[None]):
         if view is not None:
             # A worker, not an await here: the screen's queue (its frames too) stays free.
             self.run_worker(view.fetch_new(), group="fetch")
+            self.run_worker(self._reload_title, group="title", exclusive=True)
+
+    # The title line: a retitle, and the live state (a writer's lease), as they change
+
+    def _show_title(self, row: SessionRow) -> None:
+        self._title_row = row
+        text = header_text(row)
+        if text != self.title_text:
+            self.title_text = text
+            self.query_one("#transcript-title", Static).update(Text(text))
+
+    async def _reload_title(self) -> None:
+        row = getattr(self, "_title_row", None)
+        head = await self.app.reader.session_head(self.session_id)  # type: ignore[attr-defined]
+        if row is not None and head is not None and self.is_attached:
+            self._show_title(replace(row, title=head[0], ended=head[1], lease_until=head[2]))
+
+    def _title_check(self) -> None:
+        row = getattr(self, "_title_row", None)
+        if row is not None:
+            self._show_title(row)  # a lease that ran out reads "no writer since ..."
 
     @on(TranscriptView.Follow)
     def _follow(self, event: TranscriptView.Follow) -> None:
@@ -179,7 +204,8 @@ class TranscriptScreen(Screen[None]):
         if view is None:
             return
         self.bindings_changed()
-        parts = [f"{len(view.outline.by_rid):,} results"]
+        n = len(view.outline.by_rid)
+        parts = [f"{n:,} result{'s' * (n != 1)}"]
         if not view.fully_loaded:
             parts.append("loading earlier rows…")
         parts.append("stored text" if view.stored_mode else "the model's view")
