@@ -272,6 +272,25 @@ def cases(seed: int, count: int) -> Iterator[tuple[str, bytes]]:
         yield f"#{n} {kind} of {src.name}", data
 
 
+def every_field_cases(files: list[Path]) -> Iterator[tuple[str, bytes]]:
+    """Wrong types for every field: for each file and each nasty value, one transcript holding
+    every record of the file with each of its fields (at any depth) in turn set to that value.
+    A bad line never stops the import, so one file tries them all."""
+    for src in files:
+        lines = src.read_bytes().split(b"\n")
+        for k, value in enumerate(_NASTY):
+            out: list[bytes] = []
+            for line in lines:
+                out.append(line)
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                for path in list(_paths(rec))[1:]:
+                    out.append(_dumps(_set(json.loads(line), path, value)))
+            yield f"every field of {src.name} = nasty[{k}] {value!r:.30}", b"\n".join(out)
+
+
 def fuzz(work: Path, seed: int, count: int) -> list[Outcome]:
     expected = good_events(work)
     return [run_case(work, name, data, expected) for name, data in cases(seed, count)]
