@@ -93,7 +93,8 @@ def test_ctxview_follow_command(tmp_path: Path) -> None:
     src, store = tmp_path / "live.jsonl", tmp_path / "s.db"
     src.write_bytes(b"".join(LINES[:11]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxview.backend.cli", "follow", "--store", str(store), str(src)],
+        [sys.executable, "-m", "ctxview.backend.cli", "follow", "--no-view", "--store", str(store),
+         str(src)],
         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     try:

@@ -269,6 +269,7 @@ class FileImporter:
         self._ids: dict[str, Any] = {}  # what the first lines said, while they may say more
         self._written: str | None = None  # the main session's data as last committed here
         self._saved_line = 0  # the line count that commit covered
+        self._main_id: str | None = None  # the file's session, once known
 
     async def step(self, *, live: bool = False, progress: Progress | None = None) -> FileReport:
         if self.hub is None and detect(self.path) == EXPORT:  # ctxview's own export: its importer
@@ -294,12 +295,12 @@ class FileImporter:
     async def _still_current(self) -> None:
         """Run as the write lock is taken: what this chunk read from the store must not have
         moved since (another process importing the same file)."""
-        if self.hub is not None and not await self._current():
+        if self._main_id is not None and not await self._current():
             raise _Moved
 
     async def _chunk(self, report: FileReport, live: bool, progress: Progress | None) -> bool:
         """Read and save one transaction's worth; True when there is more to read now."""
-        if self.hub is not None and not await self._current():
+        if self._main_id is not None and not await self._current():
             self._forget()
         if self.hub is None:
             fmt = detect(self.path)  # NotTranscript for a file of neither format
@@ -343,9 +344,10 @@ class FileImporter:
         return more
 
     async def _current(self) -> bool:
-        """Whether the store still holds what this importer read or committed last."""
-        assert self.hub is not None
-        info = await self.writer.session_info(self.hub.main.id)
+        """Whether the store still holds what this importer read or committed last (for a
+        session it is making: still no such session)."""
+        assert self._main_id is not None
+        info = await self.writer.session_info(self._main_id)
         return (info["data"] if info is not None else None) == self._written
 
     def _replaced(self, now: Identity) -> bool:
@@ -418,6 +420,8 @@ class FileImporter:
                     "ids", {}).get("unnamed"):  # fmt: skip
                 sid, info = named, found
         state: dict[str, Any] = {}
+        self._main_id = sid
+        self._written = info["data"] if info is not None else None
         if info is not None:
             main = await _resume(self.writer, sid, ids.cwd)
             state = main.data.get("import", {})
@@ -439,7 +443,6 @@ class FileImporter:
             self.hub.last_ts = float(info["ended"] or info["started"])
         elif ids.started is not None:
             self.hub.last_ts = ids.started  # records without a time of their own come first
-        self._written = info["data"] if info is not None else None
         self.parser = self._parser(state.get("parser", {}))
         for child in state.get("open", []):  # sidechains under way when it stopped
             with contextlib.suppress(KeyError):

@@ -146,6 +146,11 @@ class Writer:
         self._batch: dict[str, list[Pending]] | None = None
         self._batch_size = 0
         self._tx: list[Any] | None = None  # in `transaction`: [lock taken, its check]
+        # The task that batches (and holds the transaction): another task's writes (another
+        # session's hook in the same process) neither join its batch nor its transaction.
+        self._owner: asyncio.Task[Any] | None = None
+        self._no_tx = asyncio.Event()
+        self._no_tx.set()
         self._leased: set[str] = set()  # the sessions this writer keeps live
         self._lease_value = 0.0  # the lease_until it last wrote
         self._lease_task: asyncio.Task[None] | None = None
@@ -238,6 +243,7 @@ class Writer:
         parent_call: str | None = None,
         data: str = "{}",
     ) -> None:
+        await self._wait_turn()
         await self._lock()
         lease = time.time() + LEASE_SECONDS  # live from the start (see `_lease`)
         await self._conn.execute(
@@ -261,6 +267,7 @@ class Writer:
             raise ValueError(f"cannot update session fields {sorted(unknown)}")
         sets = ", ".join(f"{name} = ?" for name in fields)
         await self.flush()
+        await self._wait_turn()
         await self._lock()
         await self._conn.execute(
             f"UPDATE sessions SET {sets} WHERE id = ?", (*fields.values(), session_id)
@@ -284,12 +291,13 @@ class Writer:
         `fts_max_chars`: how much of each body the search index takes (the session's config)."""
         pending = Pending(list(events), list(bodies), fts_max_chars)
         self._lease(session_id)
-        if self._batch is not None:
+        if self._batch is not None and self._mine():
             self._batch.setdefault(session_id, []).append(pending)
             self._batch_size += len(pending.events)
             if self._batch_size >= self.batch_rows:
                 await self.flush()
             return
+        await self._wait_turn()
         await self._lock()
         await on_thread(self._conn, _write, session_id, [pending], self.fts_max_chars)
 
@@ -298,24 +306,30 @@ class Writer:
     @property
     def batching(self) -> bool:
         """Inside `batch()`: an import of a file that already exists."""
-        return self._batch is not None
+        return self._batch is not None and self._mine()
 
     @asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
         """Queue appends and commit them in large transactions (an import of an existing file)."""
-        if self._batch is not None:
+        if self._batch is not None and self._mine():
             yield
             return
-        self._batch = {}
+        await self._wait_turn()
+        while self._batch is not None:  # another task's batch: one at a time
+            await asyncio.sleep(0.01)
+        self._batch, self._owner = {}, asyncio.current_task()
         try:
             yield
         finally:
-            await self.flush()
-            self._batch = None
+            try:
+                await self.flush()
+            finally:
+                self._batch, self._owner = None, None
 
     async def flush(self) -> None:
-        if not self._batch:
-            return
+        if not self._batch or not self._mine():
+            return  # another task's queue is its own to commit
+        await self._wait_turn()
         await self._lock()
         queued, self._batch, self._batch_size = self._batch, {}, 0
         for session_id, pending in queued.items():
@@ -331,7 +345,11 @@ class Writer:
         writer), and `on_lock` runs as soon as it is held: there the caller checks that what it
         read is still so, or raises to roll back."""
         await self.flush()
+        await self._wait_turn()
         self._tx = [False, on_lock]
+        self._no_tx.clear()
+        if self._owner is None:
+            self._owner = asyncio.current_task()
         try:
             yield
             await self.flush()
@@ -345,6 +363,17 @@ class Writer:
             raise
         finally:
             self._tx = None
+            self._no_tx.set()
+            if self._batch is None:
+                self._owner = None
+
+    def _mine(self) -> bool:
+        return self._owner is None or asyncio.current_task() is self._owner
+
+    async def _wait_turn(self) -> None:
+        """A write from another task than the one in a transaction waits for it to end."""
+        while self._tx is not None and not self._mine():
+            await self._no_tx.wait()
 
     async def _lock(self) -> None:
         """Inside `transaction`, before its first write: BEGIN IMMEDIATE, then its check."""
@@ -367,6 +396,7 @@ class Writer:
         """Take back a message event (an importer's provisional one; never a result, whose
         body and search index stay)."""
         await self.flush()
+        await self._wait_turn()
         await self._lock()
         await self._conn.execute(
             "DELETE FROM events WHERE session = ? AND seq = ? AND kind = 'message'",
@@ -377,6 +407,7 @@ class Writer:
         """Give a session another id, its events and bodies with it (an importer's session made
         before its file said whose it is). The search index is keyed by body rowid: unchanged."""
         await self.flush()
+        await self._wait_turn()
         await self._lock()
         for sql in ("UPDATE sessions SET id = ?1 WHERE id = ?2",
                     "UPDATE events SET session = ?1 WHERE session = ?2",
