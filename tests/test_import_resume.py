@@ -6,6 +6,7 @@ test_import_kill.py; growth of every real transcript in test_import_growth.py.""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import subprocess
 import time
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 from ctxview.backend.importers.runner import FileImporter, Parser
+from ctxview.backend.session import Session
 from ctxview.backend.store import Writer
 from import_compare import differences, dump, grown, line_ends
 from import_kill import build, command
@@ -33,9 +35,9 @@ class CrashingImporter(FileImporter):
 
     commit_lines = 3
 
-    def __init__(self, writer: Writer, path: Path, at: int) -> None:
+    def __init__(self, writer: Writer, path: Path, at: int, pause: float = 0.0) -> None:
         super().__init__(writer, path)
-        self.at, self.fed = at, 0
+        self.at, self.fed, self.pause = at, 0, pause
 
     def _parser(self, state: dict[str, Any]) -> Parser:
         parser = super()._parser(state)
@@ -46,6 +48,8 @@ class CrashingImporter(FileImporter):
             if self.fed == self.at:
                 raise Crash
             await feed(rec, lineno)
+            if self.pause:
+                await asyncio.sleep(self.pause)  # other tasks run while the batch is open
 
         parser.feed = crashing  # type: ignore[method-assign]
         return parser
@@ -154,3 +158,37 @@ def test_two_imports_of_one_file_at_once_make_one_copy(tmp_path: Path) -> None:
             assert proc.returncode == 0, err
             assert "damaged" not in err and "locked" not in err, err
         assert not differences(want, dump(store)), (delay, differences(want, dump(store)))
+
+
+async def test_another_tasks_writes_are_not_taken_into_an_import_that_rolls_back(
+    tmp_path: Path,
+) -> None:
+    """One writer, two tasks (as in the hook daemon): a live session inserts results while an
+    import of another session crashes mid-transaction. Every live result is stored (none was
+    queued into the import's batch and rolled back with it), and the import resumes exactly."""
+    path = tmp_path / "claude_session.jsonl"
+    path.write_bytes((FIXTURES / "claude_session.jsonl").read_bytes())
+    await _clean(tmp_path / "clean.db", path)
+    store = tmp_path / "shared.db"
+    async with await Writer.open(store) as writer:
+        live = await Session.start(writer, tmp_path, session_id="live")
+
+        async def hooks() -> None:
+            for i in range(40):
+                await live.insert("bash", {"command": f"echo {i}"}, f"out {i}\n")
+                await asyncio.sleep(0.001)
+
+        crashes = 0
+        for at in (5, 9, 13):  # each run commits 3 lines at a time, then crashes further on
+            done = await asyncio.gather(CrashingImporter(writer, path, at, 0.003).step(),
+                                        hooks(), return_exceptions=True)  # fmt: skip
+            assert done[1] is None
+            crashes += isinstance(done[0], Crash)
+        assert crashes == 3
+        await FileImporter(writer, path).step()
+    conn = sqlite3.connect(store)
+    (results,) = conn.execute("SELECT count(*) FROM bodies WHERE session = 'live'").fetchone()
+    conn.close()
+    assert results == 120
+    got = {k: v for k, v in dump(store).items() if k != "live"}
+    assert not differences(dump(tmp_path / "clean.db"), got)
