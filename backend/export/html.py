@@ -17,7 +17,6 @@ from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
-from markdown_it import MarkdownIt
 from pygments import highlight as pyg_highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
@@ -107,7 +106,9 @@ def linked(ctx: Ctx, text: str) -> str:
 
 
 @cache
-def _md() -> MarkdownIt:
+def _md() -> Any:
+    from markdown_it import MarkdownIt  # imported when a message first needs it (30 ms)
+
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.disable(["image", "html_inline", "html_block"])
