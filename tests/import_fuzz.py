@@ -76,7 +76,7 @@ def _wrong_type(rng: random.Random, data: bytes) -> bytes:
         i = rng.randrange(len(lines))
         try:
             rec = json.loads(lines[i])
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         paths = list(_paths(rec))
         path = rng.choice(paths)
@@ -93,7 +93,7 @@ def _field_everywhere(rng: random.Random, data: bytes) -> bytes:
     for line in _lines(data):
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             out.append(line)
             continue
         if isinstance(rec, dict):
@@ -284,7 +284,7 @@ def every_field_cases(files: list[Path]) -> Iterator[tuple[str, bytes]]:
                 out.append(line)
                 try:
                     rec = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 for path in list(_paths(rec))[1:]:
                     out.append(_dumps(_set(json.loads(line), path, value)))
