@@ -2,10 +2,12 @@
 
 A `FileImporter` reads the lines added since its byte offset, feeds them to the format's parser
 and saves where it stopped (byte offset, line count, the file's identity, the parser's pending
-state) in the main session's `data`, so a second import of an unchanged file adds nothing, an
-appended file adds only its new lines, and `follow` keeps one importer across polls. Session ids
-are deterministic: `cc-<sessionId>`, `cc-<agentId>` for a sub-agent file, `cx-<id>` for Codex
-(plus `-<hash of the path>` when another file already holds that id).
+state) in the main session's `data`, in the same transaction as the rows those lines made (one
+about every `COMMIT_SECONDS`), so a second import of an unchanged file adds nothing, an appended
+file adds only its new lines, an import killed at any moment carries on exactly, and `follow`
+keeps one importer across polls. Session ids are deterministic: `cc-<sessionId>`,
+`cc-<agentId>` for a sub-agent file, `cx-<id>` for Codex (plus `-<hash of the path>` when
+another file already holds that id).
 """
 
 from __future__ import annotations
