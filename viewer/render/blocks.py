@@ -34,6 +34,7 @@ READ_LINE = re.compile(r"^(\d+): ")
 
 FOLD_META = Style(meta={"act": "fold"})
 DETAIL_META = Style(meta={"act": "detail"})
+AGENT_TOOLS = frozenset({"task", "agent"})  # calls that start a sub-agent
 AGENT_META = Style(meta={"act": "agent"})
 ELISION_META = Style(meta={"act": "elision"})
 STUB_META = Style(meta={"act": "stub"})
@@ -427,6 +428,13 @@ def _tool(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list
         text = data.stored
     if not text:
         return [*out, Text(end="")]
+    if ((block.tool or "").lower() in AGENT_TOOLS and not ctx.raw and block.rkind == "full"
+            and not block.capped):
+        # A sub-agent's report is Markdown, like a message.
+        md = render_markdown(text, ctx.palette, width)
+        body = [linkify(t, ctx.epoch_of, block.epoch, ctx.palette) for t in md]
+        return [*out, *_fold(body[: _limit(block, FOLD_RESULT)], len(body), block, FOLD_RESULT,
+                             ctx), Text(end="")]  # fmt: skip
     lines, total = _split(text, _limit(block, FOLD_RESULT))
     body = _body(block, data, lines, ctx)
     return [*out, *_fold(body, total, block, FOLD_RESULT, ctx), Text(end="")]
