@@ -193,17 +193,22 @@ class HookEngine:
     async def _start(self, sid: str, payload: dict[str, Any]) -> Session:
         assert self.writer is not None
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else "/"
-        parent = None
+        parent = call = None
         source_path = _resolved(payload.get("transcript_path"))
         agent = payload.get("agent_id")
         if isinstance(agent, str) and agent:
             parent = f"cc-{payload['session_id']}"
             source_path = _agent_file(source_path, payload["session_id"], agent)
+            # The parent's Agent call, when its import has seen the result naming this agent
+            # (else the import links the two when it does: `Hub.link_agent`).
+            info = await self.writer.session_info(parent)
+            if info is not None:
+                call = json.loads(info["data"] or "{}").get("agents", {}).get(agent)
         return await Session.start(
             self.writer, cwd, title=Path(cwd).name or "claude code", source=CLAUDE,
             session_id=sid, source_path=source_path,
             source_ref=agent if parent else payload.get("session_id"),
-            parent_session=parent, data=json.dumps({"hooked": True}),
+            parent_session=parent, parent_call=call, data=json.dumps({"hooked": True}),
         )  # fmt: skip
 
     def _last_seq(self, sid: str) -> int:

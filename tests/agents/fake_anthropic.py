@@ -32,6 +32,13 @@ def last_user_text(body: dict[str, Any]) -> str:
     return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
 
 
+def _first_user_text(body: dict[str, Any]) -> str:
+    for m in body.get("messages") or []:
+        if m.get("role") == "user":
+            return json.dumps(m.get("content"))
+    return ""
+
+
 def is_summary_request(body: dict[str, Any]) -> bool:
     """Claude Code's compaction asks for "an <analysis> block followed by a <summary> block",
     in the last message (after a tool result, in a block of its own or a system message)."""
@@ -43,10 +50,14 @@ class FakeAnthropic:
     """`with FakeAnthropic(steps) as api:` ... `api.url`, `api.requests`, `api.main_requests`."""
 
     def __init__(self, steps: list[dict[str, Any]] | None = None,
-                 gate: threading.Semaphore | None = None) -> None:  # fmt: skip
-        """`gate`: each main request waits for a release first (a test paces the session)."""
+                 gate: threading.Semaphore | None = None,
+                 threads: dict[str, list[dict[str, Any]]] | None = None) -> None:  # fmt: skip
+        """`gate`: each main request waits for a release first (a test paces the session).
+        `threads`: scripts of their own for conversations whose first user message holds the
+        key (a sub-agent's prompt: Claude Code runs it beside the main conversation)."""
         self.steps = list(steps or [])
         self.gate = gate
+        self.threads = {k: list(v) for k, v in (threads or {}).items()}
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._n = 0
@@ -81,7 +92,12 @@ class FakeAnthropic:
                          "text": f"<analysis>done</analysis>\n<summary>{SUMMARY}</summary>"}]
             if not body.get("tools"):
                 return [{"type": "text", "text": "Scripted session"}]
-            step = self.steps.pop(0) if self.steps else {"text": "Done."}
+            script = self.steps
+            first = _first_user_text(body)
+            for key, steps in self.threads.items():
+                if key in first:
+                    script = steps
+            step = script.pop(0) if script else {"text": "Done."}
         if "tool" in step:
             self._n += 1
             return [{"type": "tool_use", "id": f"toolu_{self._n:04d}_{step['tool']}",

@@ -18,14 +18,17 @@ def test_a_sub_agents_results_land_in_its_own_linked_session(tmp_path: Path) -> 
     with project(tmp_path) as p:
         (p.root / "a.txt").write_text("one\ntwo\n")
         assert p.ctxview("install", "claude-code").returncode == 0
+        prompt = "sub-agent: read a.txt"
         steps = [
-            {"tool": "Agent", "input": {"description": "look at a", "prompt": "read a.txt",
+            {"tool": "Agent", "input": {"description": "look at a", "prompt": prompt,
                                         "subagent_type": "general-purpose"}},
-            {"tool": "Read", "input": {"file_path": str(p.root / "a.txt")}},  # the sub-agent
-            {"text": "a.txt says one, two."},
             {"text": "Done."},
         ]
-        with FakeAnthropic(steps) as api:
+        sub_agent = [  # its own conversation, run beside the main one
+            {"tool": "Read", "input": {"file_path": str(p.root / "a.txt")}},
+            {"text": "a.txt says one, two."},
+        ]
+        with FakeAnthropic(steps, threads={prompt: sub_agent}) as api:
             result = p.claude(api.url, "use an agent")
             requests = api.main_requests
         sid = result["session_id"]
