@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "uninstall": ("uninstall", "remove what install added to a host's config"),
     "doctor": ("doctor", "check the set-up and show recent hook failures"),
     "mcp": ("mcp", "serve the engine's tools to an agent over MCP (stdio; run by the host)"),
+    "push": ("push", "push the store's sessions to a team's PostgreSQL"),
+    "pull": ("pull", "pull a team's sessions from PostgreSQL into the store"),
 }
 
 
