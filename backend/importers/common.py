@@ -75,7 +75,22 @@ def parse_record(raw: bytes) -> tuple[Any, bool]:
         return orjson.loads(raw), False
     except orjson.JSONDecodeError:
         hits: list[int] = []
-        return _valid(json.loads(raw), hits), bool(hits)
+        try:
+            return _valid(json.loads(raw), hits), bool(hits)
+        except json.JSONDecodeError as exc:
+            raise ValueError(_why(exc)) from None
+
+
+def _why(exc: json.JSONDecodeError) -> str:
+    """json's message ("Invalid control character at: line 1 column 11") as what happened."""
+    rest = exc.doc[exc.pos :] if isinstance(exc.doc, str) else ""
+    if exc.msg.startswith("Unterminated") or not rest.strip():
+        return "the line ends in the middle of a record: it was cut short"
+    if exc.msg.startswith("Invalid control character"):
+        if not rest.strip("\r\n"):  # the line's own end, inside a string
+            return "the line ends in the middle of a record: it was cut short"
+        return f"a raw control character inside a string at column {exc.colno}"
+    return f"damaged at column {exc.colno}: {exc.msg[:1].lower()}{exc.msg[1:]}"
 
 
 def valid_unicode(value: Any) -> Any:

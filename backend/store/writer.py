@@ -190,16 +190,16 @@ class Writer:
             until = time.time() + LEASE_SECONDS
             ids = sorted(self._leased)
             marks = ",".join("?" for _ in ids)
-            try:
-                # One statement, autocommit: inside a caller's open transaction it simply
-                # commits with it.
+            # Before the write: a close that cancels this await still knows the value the
+            # statement (already queued on the connection's thread) writes.
+            self._lease_value = max(self._lease_value, until)
+            # One statement, autocommit: inside a caller's open transaction it simply commits
+            # with it. Busy past the timeout, or closing: next time.
+            with contextlib.suppress(sqlite3.Error, ValueError):
                 await self._conn.execute(
                     f"UPDATE sessions SET lease_until = ? WHERE id IN ({marks}) AND ended IS NULL",
                     (until, *ids),
                 )
-                self._lease_value = until
-            except (sqlite3.Error, ValueError):  # busy past the timeout, or closing: next time
-                pass
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._lease_wake.wait(), LEASE_RENEW)
 

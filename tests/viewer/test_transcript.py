@@ -240,7 +240,7 @@ async def test_result_screen_facts_search_and_links(filled: Filled) -> None:
         screen = pilot.app.screen
         await wait_for(pilot, lambda: getattr(screen, "view", None) is not None)
         header = str(screen.query_one("#result-header").render())
-        assert "1 stubs and 0 recalls point back at it: #1002 unchanged" in header
+        assert "1 stub and 0 recalls point back at it: #1002 unchanged" in header
         assert "src/app.py: #1000 read full → #1002 read unchanged → #1006 edit" in header
         assert (
             " 90     return x + 29" in "\n".join(screen.view.render_line(y).text for y in range(60))

@@ -13,7 +13,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Static
+
+from ..widgets.footer import KeysFooter as Footer
+from ..widgets.wrapped_text import WrappedText
 
 
 class ContextScreen(Screen[None]):
@@ -21,12 +24,13 @@ class ContextScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("left_square_bracket", "step(-1)", "[ Previous request"),
-        Binding("right_square_bracket", "step(1)", "] Next request"),
+        # The footer shows the key itself before the description: "[ Previous request".
+        Binding("left_square_bracket", "step(-1)", "Previous request"),
+        Binding("right_square_bracket", "step(1)", "Next request"),
     ]
 
     DEFAULT_CSS = """
-    ContextScreen Log {
+    ContextScreen WrappedText {
         height: 1fr;
     }
     """
@@ -44,7 +48,7 @@ class ContextScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="context-title", classes="title-line")
-        yield Log(id="context-log", highlight=False)
+        yield WrappedText(id="context-log")  # long lines folded, never cut
         yield Footer()
 
     async def on_mount(self) -> None:
@@ -92,14 +96,11 @@ class ContextScreen(Screen[None]):
         stubs = sum(m.stub is not None for m in msgs)
         elision = "on" if self.config["elide.enabled"] else "off"
         which = f"request {k} of {len(self.requests)}" if k else "the next request"
-        title = (f"The context as sent at {which} · {len(msgs)} messages · "
-                 f"{len(self.text):,} chars · {stubs} elision stubs (elision {elision}) · "
-                 f"{self.session_id}")  # fmt: skip
+        title = (f"The context as sent at {which} · {_n(len(msgs), 'message')} · "
+                 f"{_n(len(self.text), 'char')} · {_n(stubs, 'elision stub')} "
+                 f"(elision {elision}) · {self.session_id}")  # fmt: skip
         self.query_one("#context-title", Static).update(Text(title))
-        log = self.query_one(Log)
-        log.clear()
-        log.write_lines(self.text.split("\n"))
-        log.scroll_home(animate=False)
+        self.query_one(WrappedText).set_text(self.text)
 
     async def action_step(self, step: int) -> None:
         if not self.requests:
@@ -110,3 +111,7 @@ class ContextScreen(Screen[None]):
 
     def screen_text(self) -> Any:
         return self.text
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n:,} {word}{'s' * (n != 1)}"

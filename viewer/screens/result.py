@@ -14,15 +14,17 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ..messages import Jump, OpenResult
 from ..render.blocks import plain
 from ..render.links import linkify
 from ..render.outline import EDIT_KINDS
 from ..render.palette import Palette, palette_for
+from ..widgets.footer import KeysFooter as Footer
 from ..widgets.prompt import PromptBar
 from ..widgets.result_view import ResultView
+from ..wording import count
 
 CHAIN_MAX = 40
 
@@ -125,10 +127,12 @@ class ResultScreen(Screen[None]):
                 out.stylize(click(meta["rid"]), span.start, span.end)
         out.append("\n")
         facts = [ev.tool or "", ev.rkind or ""]
-        facts.append(f"shown {ev.shown_chars or 0:,} chars, {ev.shown_lines or 0:,} lines")
-        facts.append(f"stored {ev.stored_chars or 0:,} chars, {ev.stored_lines or 0:,} lines")
+        facts.append(f"shown {count(ev.shown_chars or 0, 'char')}, "
+                     f"{count(ev.shown_lines or 0, 'line')}")
+        facts.append(f"stored {count(ev.stored_chars or 0, 'char')}, "
+                     f"{count(ev.stored_lines or 0, 'line')}")
         if ev.capped:
-            facts.append(f"capped: {ev.elided_lines or 0:,} lines elided")
+            facts.append(f"capped: {count(ev.elided_lines or 0, 'line')} elided")
         extra = ev.extra
         if isinstance(extra.get("added"), int):
             facts.append(f"+{extra['added']} −{extra.get('removed', 0)}")
@@ -143,7 +147,8 @@ class ResultScreen(Screen[None]):
             out.append_text(self.ref(ev.points_to))
         stubs = [e for e in self.pointing if e.rkind in ("unchanged", "same")]
         recalls = [e for e in self.pointing if e.rkind == "recall"]
-        out.append(f"\n{len(stubs)} stubs and {len(recalls)} recalls point back at it", p.dim)
+        out.append(f"\n{count(len(stubs), 'stub')} and {count(len(recalls), 'recall')} "
+                   "point back at it", p.dim)
         if self.pointing:
             out.append(": ", p.dim)
             for i, e in enumerate(self.pointing[:CHAIN_MAX]):

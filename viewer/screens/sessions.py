@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Header, Input, Static
 # (key, label, natural width, narrowest width); a narrow screen shrinks the title and the
 # workspace down to their narrowest, then drops columns from the end of DROP_ORDER.
 COLUMNS = (
-    ("title", "Title", 56, 16),
+    ("title", "Title", 56, 24),
     ("started", "Started", 16, 16),
     ("results", "Results", 7, 7),
     ("state", "State", 5, 5),
@@ -169,9 +169,10 @@ def row_view(s: SessionRow, depth: int) -> RowView:
 
 
 def group_view(workspace: str, count: int) -> RowView:
-    label = f"▾ {short_path(workspace, 200) or '(no workspace)'} · {count} session"
-    return RowView(GROUP + workspace, (label + "s" * (count != 1), "", "", "", "", "", ""),
-                   False, -1)  # fmt: skip
+    """A group's heading: how many sessions, then the workspace (its tail kept when cut)."""
+    label = f"▾ {count} session{'s' * (count != 1)} · "
+    path = short_path(workspace, 200) or "(no workspace)"
+    return RowView(GROUP + workspace, (label, "", "", "", "", "", path), False, -1)
 
 
 def _fit(text: str, width: int, *, tail: bool = False) -> str:
@@ -190,8 +191,11 @@ def _cells(row: RowView, columns: list[tuple[str, str, int]]) -> list[Text]:
     out: list[Text] = []
     for key, _, width in columns:
         value = _fit(by_key[key], width, tail=key == "workspace")
-        if row.depth < 0:  # a group's heading
-            out.append(Text(value, style="bold"))
+        if row.depth < 0:  # a group's heading: all of it in the title column
+            if key == "title":
+                label = by_key["title"]
+                value = label + _fit(by_key["workspace"], max(width - cell_len(label), 2), tail=True)
+            out.append(Text(value if key == "title" else "", style="bold"))
         elif key == "title":
             out.append(Text(value, style="dim" if row.depth else ""))
         elif key in ("results", "saved"):
@@ -405,6 +409,7 @@ class SessionsScreen(Screen[None]):
 
     def show(self, rows: list[RowView], *, keep: str | None = None) -> None:
         if rows == self._rows:
+            self._tell()
             return
         table = self.query_one(SessionTable)
         keep = keep or self._cursor_key(table)
@@ -432,6 +437,11 @@ class SessionsScreen(Screen[None]):
             elif rows and rows[0].depth < 0 and len(rows) > 1:
                 table.move_cursor(row=1, animate=False)  # past the first group's heading
         self._rows = rows
+        self._tell()
+
+    def _tell(self) -> None:
+        """The empty state and the sub-title: how many, how many live, the order, the filter."""
+        rows = self._rows or []
         everything = self._sessions or []
         self.set_class(not rows, "-empty")
         empty = self.query_one("#sessions-empty", Static)

@@ -166,7 +166,7 @@ class TranscriptScreen(Screen[None]):
     def _title_check(self) -> None:
         row = getattr(self, "_title_row", None)
         if row is not None:
-            self._show_title(row)  # a lease that ran out reads "no writer since ..."
+            self._show_title(row)  # a lease that ran out reads "not live: no writer"
 
     @on(TranscriptView.Follow)
     def _follow(self, event: TranscriptView.Follow) -> None:
@@ -279,8 +279,8 @@ class TranscriptScreen(Screen[None]):
             self.jump_to(rid)
 
     def say(self, message: str) -> None:
+        """Tell once, in the status line (a toast as well showed every error twice)."""
         self.update_status(message)
-        self.notify(message, timeout=4, markup=False)
 
     def action_history(self, step: int) -> None:
         src, dst = (

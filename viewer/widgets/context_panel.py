@@ -8,7 +8,11 @@ as rows arrive. Everything is drawn as `rich.text.Text`, never markup.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
+import time
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +28,8 @@ if TYPE_CHECKING:
 BARS = "▁▂▃▄▅▆▇█"
 LABEL = 10
 ARM_LABELS = {"none": "none", "hygiene": "3.0.0", "elided": "elided"}
-PAGE = 5000
+# Events replayed between two paints: ~0.1 s of feeding three arms on this machine.
+PAGE = 2000
 
 
 def sparkline(values: list[float], width: int, top: float) -> str:
@@ -66,6 +71,9 @@ class ContextFigures:
     elide_on: bool  # the session's own config: "as sent" is the elided arm, else 3.0.0
     states: dict[str, ContextState] = field(default_factory=dict)
     last_seq: int = 0
+    fed: int = 0  # events replayed so far
+    total: int = 0  # the session's events when the panel opened (the progress shown)
+    done: bool = False  # replayed to the last event there was
 
     @classmethod
     def for_session(cls, overrides: dict[str, Any]) -> ContextFigures:
@@ -77,18 +85,31 @@ class ContextFigures:
         figures.states = {arm: arm_state(config, arm) for arm in ARMS}
         return figures
 
-    async def load(self, reader: Any, session_id: str) -> bool:
-        """Feed the events past the last one seen; True when there were any."""
+    async def load(self, reader: Any, session_id: str,
+                   on_page: Callable[[], None] | None = None) -> bool:  # fmt: skip
+        """Feed the events past the last one seen, a page at a time (`on_page` after each, so a
+        panel paints what is replayed so far); True when there were any."""
         grew = False
         while True:
             page = await reader.events(session_id, after=self.last_seq, limit=PAGE)
             if not page:
+                self.done = True
                 return grew
+            states = list(self.states.values())
             for ev in page:
-                for state in self.states.values():
+                for state in states:
                     state.feed(ev)
+            self.fed += len(page)
             self.last_seq = page[-1].seq
             grew = True
+            if len(page) < PAGE:  # the last page: caught up (painted as done, not "replaying")
+                self.done = True
+            if on_page is not None:
+                on_page()
+            if self.done:
+                return grew
+            # The app's frames and keys between pages; after the first, time for its paint.
+            await asyncio.sleep(0.02 if self.fed == len(page) else 0)
 
     @property
     def sent_arm(self) -> str:
@@ -122,10 +143,20 @@ def panel_text(fig: ContextFigures, width: int, cursor_seq: int | None, cursor_r
     peak = max((r.sent_chars for arm in ARMS for r in reqs[arm]), default=0)
     sent_name = "3.0.0 + elision" if fig.elide_on else "3.0.0 (elision off)"
     out.append("Context per request", "bold")
-    out.append(f" · {n:,} requests · as sent: {sent_name} · peak {peak:,} chars · "
-               "x: the context as sent at the cursor", "dim")  # fmt: skip
+    replaying = not fig.done
+    if replaying:
+        share = f" ({fig.fed / fig.total:.0%})" if fig.total else ""
+        out.append(f" · replaying the session: {fig.fed:,} of {fig.total:,} events{share}…",
+                   "yellow")  # fmt: skip
+        if cursor_seq is not None and cursor_seq > fig.last_seq:
+            cur = 0  # the cursor's request is not replayed yet
+            cursor_rid = None
+    out.append(f" · {n:,} request{'s' * (n != 1)} · as sent: {sent_name} · peak {peak:,} chars"
+               " · x: the context as sent at the cursor", "dim")  # fmt: skip
     if not n:
-        out.append("\nNo requests yet: the model has not been called in this session.", "dim")
+        if not replaying:
+            out.append("\nNo requests yet: the model has not been called in this session.",
+                       "dim")  # fmt: skip
         return out
     for arm in ARMS:
         values = [r.sent_chars for r in reqs[arm]]
@@ -207,12 +238,19 @@ class ContextPanel(Widget):
     }
     """
 
-    def __init__(self, session_id: str, overrides: dict[str, Any], *, digits: int = 4) -> None:
+    def __init__(self, session_id: str, overrides: dict[str, Any], *, digits: int = 4,
+                 figures: ContextFigures | None = None, total: int = 0) -> None:  # fmt: skip
         super().__init__(id="context-panel")
         self.session_id = session_id
         self.digits = digits
-        self.figures = ContextFigures.for_session(overrides)
-        self.loaded = False
+        # Figures replayed before (the panel shown, hidden, shown again) go on from where they
+        # were: only the events since are fed.
+        self.figures = figures if figures is not None else ContextFigures.for_session(overrides)
+        self.figures.total = max(self.figures.total, total)
+        self.loaded = self.figures.fed > 0
+        self.opened_at = time.perf_counter()
+        self.first_paint_at: float | None = None  # figures on screen (for the bench)
+        self.done_at: float | None = None
         self._cursor: tuple[int | None, int | None] = (None, None)
         # Textual asks for the height and then the render each frame: build the text once per
         # (figures, cursor, width), not twice.
@@ -225,14 +263,24 @@ class ContextPanel(Widget):
         self.set_interval(0.2, self._poll_cursor)
         self.set_interval(1.0, self._poll_store)
 
-    async def _load(self) -> None:
-        await self.figures.load(self.app.reader, self.session_id)  # type: ignore[attr-defined]
+    def _page(self) -> None:
+        """A page replayed: paint the figures so far (the first paint comes after one page)."""
         self.loaded = True
         self._version += 1
         self.refresh(layout=True)
 
+    async def _load(self) -> None:
+        fig = self.figures
+        await fig.load(self.app.reader, self.session_id, self._page)  # type: ignore[attr-defined]
+        fig.done = True
+        fig.total = max(fig.total, fig.fed)
+        self._page()
+        self.done_at = time.perf_counter()
+
     async def _poll_store(self) -> None:
-        if self.loaded and await self.figures.load(self.app.reader, self.session_id):  # type: ignore[attr-defined]
+        fig = self.figures
+        if fig.done and await fig.load(self.app.reader, self.session_id):  # type: ignore[attr-defined]
+            fig.total = max(fig.total, fig.fed)
             self._version += 1
             self.refresh(layout=True)
 
@@ -253,6 +301,8 @@ class ContextPanel(Widget):
         return (block.rseq or block.seq), block.rid
 
     def render(self) -> Text:
+        if self.loaded and self.first_paint_at is None:
+            self.first_paint_at = time.perf_counter()  # figures drawn (for the bench)
         return self._panel_text(self.size.width or 100)
 
     def get_content_height(self, container: Any, viewport: Any, width: int) -> int:
@@ -277,16 +327,49 @@ async def toggle_panel(screen: TranscriptScreen) -> None:
         await found.first().remove()
         return
     reader = screen.app.reader  # type: ignore[attr-defined]
-    row = await reader.session(screen.session_id)
-    overrides = row.overrides if row is not None else {}
-    panel = ContextPanel(screen.session_id, overrides, digits=screen.digits)
+    figures = _FIGURES.get(screen)
+    if figures is None:
+        # The session's config as the screen read it on opening (the list query that sums a
+        # session's events takes a good part of a second at 100,000 results).
+        row = getattr(screen, "_title_row", None) or await reader.session(screen.session_id)
+        overrides = row.overrides if row is not None else {}
+        figures = _FIGURES[screen] = ContextFigures.for_session(overrides)
+    # seq grows by one per event: the newest one's is how many there are (the progress shown).
+    total = await reader.last_seq(screen.session_id)
+    panel = ContextPanel(screen.session_id, {}, digits=screen.digits, figures=figures,
+                         total=total)  # fmt: skip
     if not screen.is_attached:
         return  # the screen went away (the app is quitting) while the session row loaded
     views = screen.query(TranscriptView)
+    view = views.first() if views else None
     try:
-        await screen.mount(panel, after=views.first() if views else None)
+        await screen.mount(panel, after=view)
     except MountError:
         return  # likewise, between the check and the mount
+    if view is not None:
+        # The panel takes rows from the view: keep the cursor's block in sight (at the live
+        # tail it would sit under the panel otherwise).
+        screen.call_after_refresh(keep_cursor_in_view, view)
+
+
+def keep_cursor_in_view(view: Any) -> None:
+    """After the view lost height: a view following the tail goes on following it; else the
+    cursor's block, if now below the view's bottom, is scrolled back into sight."""
+    if getattr(view, "following", False) and hasattr(view, "action_tail"):
+        view.action_tail()
+        return
+    block = getattr(view, "cursor_block", None)
+    if block is None or block.index >= len(view.blocks):
+        return
+    start = view.heights.offset(block.index)
+    end = start + view.heights.get(block.index)
+    top, height = view.scroll_offset.y, view.size.height
+    if end <= top or start >= top + height:  # no line of it on screen
+        view.move_to(block)
+
+
+# The figures replayed on each transcript screen, kept while it lives (weak keys).
+_FIGURES: weakref.WeakKeyDictionary[Any, ContextFigures] = weakref.WeakKeyDictionary()
 
 
 def show_sent(screen: TranscriptScreen) -> None:

@@ -610,8 +610,11 @@ class TranscriptView(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         if self.body_width == self._laid_width:
             # Only the height changed (the prompt bar came or went): the lines are the same,
-            # and the view stays where it is (on a search's hit line, say).
+            # and the view stays where it is (on a search's hit line, say); at the live tail it
+            # stays at the tail (a panel opening below must not hide the newest rows).
             self._update_virtual_size()
+            if self.following:
+                self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
             return
         self._relayout_all()
 
@@ -689,7 +692,10 @@ class TranscriptView(ScrollView, can_focus=True):
         self.following = False
         self.scroll_to(y=y, animate=False, immediate=True, force=True)
         i = self.heights.find(y)
-        if self.heights.offset(i) < y and i + 1 < len(self.blocks):
+        # The first block that starts on screen; inside a long block that fills the screen,
+        # that block itself (the next one starts below: e, space and enter act on what is seen).
+        if (self.heights.offset(i) < y and i + 1 < len(self.blocks)
+                and self.heights.offset(i + 1) < y + self.size.height):  # fmt: skip
             i += 1
         if step > 0 and y >= self.max_scroll_y:
             i = len(self.blocks) - 1
