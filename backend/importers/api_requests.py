@@ -1,0 +1,296 @@
+"""Claude Code's own record of every API request (2.1.3xx session JSONL), rebuilt exactly.
+
+Claude Code writes its requests delta-encoded:
+
+- `api-request-shape`: `shapeHash` and `shape` = the request's `system` blocks and `tools`;
+- `api-request-blob`: `hash` and `message` = one message of a request;
+- `api-request`: `keep` (the leading messages of its `base` request it keeps; of the previous
+  one when `base` is absent and `keep` is 0 nothing is kept), `tail` (the hashes of the messages
+  it appends), `shapeHash`, `params`, `cacheControl` (paths and values of the cache
+  breakpoints), `querySource`, `requestDigest`.
+
+Found by running the pinned 2.1.328 against a scripted server (tests/agents/test_claude_requests.py):
+
+- a message's hash is SHA-256 of its canonical JSON (keys sorted, no spaces, UTF-8 as is) with
+  every `cache_control` removed and a string `content` written as one text block;
+- a `tail` hash without a blob record is a message of the transcript itself (a tool result, a
+  prompt, the assistant's own message with its split records merged), matched by that hash;
+- on the wire a user or system message whose content is one plain text block is a string;
+  assistant messages keep their block list; `cacheControl` paths of `messages` are applied to
+  that content (a string first becomes one text block);
+- `system` as sent has one more block first, `x-anthropic-billing-header: …`, that the shape
+  leaves out (its `cacheControl` paths count the shape's blocks);
+- `requestDigest` is the hash of `{system, tools, messages}` merged with `params`, the messages
+  in canonical form (block lists) with the cache marks on, the billing header left out.
+
+Pure: the importer feeds records and writes the rows this returns; the viewer rebuilds from rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = frozenset({"api-request", "api-request-shape", "api-request-blob"})
+# Records of the same releases that carry nothing to rebuild a request from (counted, not listed).
+QUIET_KINDS = frozenset({"tools-used", "atis-latch", "queue-operation", "last-prompt",
+                         "attachment"})  # fmt: skip
+COST_KIND = "cost-state"
+BILLING_PREFIX = "x-anthropic-billing-header:"
+_POOL = 512  # transcript messages kept in memory for a later request's tail
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def strip_cache(value: Any) -> Any:
+    """`value` without any `cache_control` key, at any depth."""
+    if isinstance(value, dict):
+        return {k: strip_cache(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [strip_cache(v) for v in value]
+    return value
+
+
+def canonical(message: dict[str, Any]) -> dict[str, Any]:
+    """The form a message is hashed (and stored) in: no cache marks, content as a block list."""
+    m = strip_cache(message)
+    if isinstance(m.get("content"), str):
+        m["content"] = [{"type": "text", "text": m["content"]}]
+    return m  # type: ignore[no-any-return]
+
+
+def message_hash(message: dict[str, Any]) -> str:
+    return digest(canonical(message))
+
+
+def wire(message: dict[str, Any]) -> dict[str, Any]:
+    """A canonical message as Claude Code sends it (before cache marks)."""
+    content = message.get("content")
+    if (message.get("role") != "assistant" and isinstance(content, list) and len(content) == 1
+            and isinstance(content[0], dict) and content[0].get("type") == "text"
+            and set(content[0]) == {"type", "text"}):  # fmt: skip
+        return {**message, "content": content[0]["text"]}
+    return message
+
+
+def mark(body: dict[str, Any], marks: list[dict[str, Any]]) -> list[str]:
+    """Put each cache breakpoint of `cacheControl` on `body` in place; the paths it could not
+    follow (a release that marks something else)."""
+    missed: list[str] = []
+    for m in marks or []:
+        path = m.get("path") or []
+        try:
+            parent: Any = body
+            for key in path[:-1]:
+                parent = parent[key]
+            last = path[-1]
+            target = parent[last]
+            if not isinstance(target, dict):
+                raise TypeError(type(target).__name__)
+            parent[last] = {**target, "cache_control": m.get("value")}
+        except (KeyError, IndexError, TypeError):
+            missed.append(json.dumps(path))
+    return missed
+
+
+def _content_string_to_block(body: dict[str, Any], marks: list[dict[str, Any]]) -> None:
+    # A mark on messages[i].content[j] where content is a string: the string becomes a block list.
+    for m in marks or []:
+        path = m.get("path") or []
+        if len(path) >= 3 and path[0] == "messages" and path[2] == "content":
+            try:
+                msg = body["messages"][path[1]]
+            except (IndexError, TypeError):
+                continue
+            if isinstance(msg, dict) and isinstance(msg.get("content"), str):
+                msg["content"] = [{"type": "text", "text": msg["content"]}]
+
+
+def build(shape: dict[str, Any], messages: list[dict[str, Any]],
+          marks: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+    """`{system, tools, messages}` as sent (billing header aside), and the marks not placed."""
+    body = {"system": copy.deepcopy(shape.get("system") or []),
+            "tools": copy.deepcopy(shape.get("tools") or []),
+            "messages": [wire(copy.deepcopy(m)) for m in messages]}  # fmt: skip
+    _content_string_to_block(body, marks)
+    missed = mark(body, marks)
+    return body, missed
+
+
+def request_digest(shape: dict[str, Any], messages: list[dict[str, Any]],
+                   marks: list[dict[str, Any]], params: dict[str, Any]) -> str:
+    """What Claude Code's `requestDigest` is computed over (messages canonical, marks on)."""
+    body = {"system": copy.deepcopy(shape.get("system") or []),
+            "tools": copy.deepcopy(shape.get("tools") or []),
+            "messages": copy.deepcopy(messages)}  # fmt: skip
+    mark(body, marks)
+    return digest({**body, **(params or {})})
+
+
+@dataclass
+class Rows:
+    """What one record adds to the store."""
+
+    shapes: list[tuple[str, str]] = field(default_factory=list)  # (hash, shape JSON)
+    blobs: list[tuple[str, str]] = field(default_factory=list)  # (hash, canonical message JSON)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[tuple[str, str]] = field(default_factory=list)  # (request id, usage JSON)
+    cost: str | None = None  # the latest cost-state record, JSON
+
+    def __bool__(self) -> bool:
+        return bool(self.shapes or self.blobs or self.requests or self.usage or self.cost)
+
+
+class Collector:
+    """Follows a transcript's records; returns the rows to store for each. Transcript messages
+    are kept (the last `_POOL`) so a request's tail can name them; a hash named before its
+    message appears waits in `wanted`."""
+
+    def __init__(self, state: dict[str, Any] | None = None) -> None:
+        state = state or {}
+        self.wanted: set[str] = set(state.get("wanted", []))
+        self.stored: set[str] = set()  # hashes written by this run (a repeat is skipped)
+        self.pool: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._asst: tuple[str, list[Any]] | None = None  # assistant message being merged
+        self.seen = bool(state.get("seen"))  # the file carries request records
+
+    def state(self) -> dict[str, Any]:
+        return {"wanted": sorted(self.wanted), "seen": self.seen}
+
+    def _keep(self, rows: Rows, h: str, message: dict[str, Any]) -> None:
+        if h not in self.stored:
+            self.stored.add(h)
+            rows.blobs.append((h, canonical_json(message)))
+        self.wanted.discard(h)
+
+    def _offer(self, rows: Rows, message: dict[str, Any]) -> None:
+        m = canonical(message)
+        h = digest(m)
+        if h in self.wanted:
+            self._keep(rows, h, m)
+        self.pool[h] = m
+        self.pool.move_to_end(h)
+        while len(self.pool) > _POOL:
+            self.pool.popitem(last=False)
+
+    def feed(self, rec: dict[str, Any]) -> Rows:
+        rows = Rows()
+        kind = rec.get("type")
+        if kind in ("user", "assistant"):
+            self._transcript(rec, rows)
+        elif kind == "api-request-shape":
+            self.seen = True
+            rows.shapes.append((str(rec["shapeHash"]), canonical_json(rec["shape"])))
+        elif kind == "api-request-blob":
+            self.seen = True
+            self._keep(rows, str(rec["hash"]), canonical(rec["message"]))
+        elif kind == "api-request":
+            self.seen = True
+            for h in rec.get("tail") or []:
+                if h in self.stored:
+                    continue
+                if h in self.pool:
+                    self._keep(rows, h, self.pool[h])
+                else:
+                    self.wanted.add(h)
+            rows.requests.append(rec)
+        elif kind == COST_KIND:
+            rows.cost = canonical_json({k: v for k, v in rec.items()
+                                        if k not in ("type", "sessionId")})  # fmt: skip
+        return rows
+
+    def _transcript(self, rec: dict[str, Any], rows: Rows) -> None:
+        msg = rec.get("message")
+        if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
+            return
+        if msg["role"] == "assistant":
+            mid = str(msg.get("id") or "")
+            blocks = msg.get("content") if isinstance(msg.get("content"), list) else []
+            if self._asst is not None and self._asst[0] == mid and mid:
+                self._asst[1].extend(copy.deepcopy(blocks))
+            else:
+                self._asst = (mid, copy.deepcopy(blocks))
+            self._offer(rows, {"role": "assistant", "content": list(self._asst[1])})
+            if rec.get("requestRef") and isinstance(msg.get("usage"), dict):
+                rows.usage.append((str(rec["requestRef"]), canonical_json(msg["usage"])))
+            return
+        self._asst = None
+        self._offer(rows, {"role": "user", "content": msg.get("content")})
+
+
+@dataclass
+class Request:
+    """One API request as rebuilt from the store."""
+
+    n: int
+    id: str
+    ts: float | None
+    query_source: str
+    params: dict[str, Any]
+    body: dict[str, Any]  # system, tools, messages
+    keep: int
+    prev_len: int  # messages of the request before it
+    marks: list[dict[str, Any]]
+    usage: dict[str, Any] | None
+    digest: str | None
+    missing: list[str]  # tail hashes with no stored message
+    missed_marks: list[str]
+    computed_digest: str = ""
+
+    @property
+    def exact(self) -> bool:
+        return not self.missing and not self.missed_marks
+
+    @property
+    def digest_ok(self) -> bool | None:
+        if not self.digest or not self.exact:
+            return None
+        return self.computed_digest == self.digest
+
+    @property
+    def prefix_break(self) -> bool:
+        """The request keeps less of the one before than that one sent: the cache prefix is
+        broken here (a compaction, a resume, an edited history)."""
+        return self.n > 0 and self.keep < self.prev_len
+
+    def sizes(self) -> dict[str, int]:
+        return {k: len(canonical_json(self.body[k])) for k in ("system", "tools", "messages")}
+
+
+def rebuild(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]],
+            blobs: dict[str, dict[str, Any]]) -> list[Request]:  # fmt: skip
+    """Requests from their stored rows (in order), the shapes and blobs they name."""
+    out: list[Request] = []
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    prev: list[dict[str, Any]] = []
+    for n, row in enumerate(rows):
+        base = by_id.get(row.get("base") or "", prev)
+        keep = int(row.get("keep") or 0)
+        tail = row.get("tail") or []
+        missing = [h for h in tail if h not in blobs]
+        messages = base[:keep] + [blobs.get(h, {"role": "user", "content": [
+            {"type": "text", "text": f"[message {h[:12]} not in the transcript]"}]}) for h in tail]
+        shape = shapes.get(row.get("shape_hash") or "", {})
+        marks = row.get("cache_control") or []
+        body, missed = build(shape, messages, marks)
+        if not shape:
+            missed = [*missed, "shape"]
+        out.append(Request(
+            n=n, id=str(row.get("id") or ""), ts=row.get("ts"),
+            query_source=str(row.get("query_source") or ""), params=row.get("params") or {},
+            body=body, keep=keep, prev_len=len(prev), marks=marks, usage=row.get("usage"),
+            digest=row.get("digest"), missing=missing, missed_marks=missed,
+            computed_digest=request_digest(shape, messages, marks, row.get("params") or {})))
+        by_id[str(row.get("id") or "")] = messages
+        prev = messages
+    return out

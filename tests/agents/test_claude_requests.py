@@ -1,0 +1,148 @@
+"""Claude Code's own api-request records, rebuilt by ctxview, equal what the model server got.
+
+The pinned Claude Code runs headless against the scripted Messages API for several turns (a
+Read, a Bash whose output is too long to send whole, an Edit), a resumed second prompt, a
+`/compact` and one more prompt after it; the server keeps every body it receives.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_helpers import Project, needs_claude
+from ctxview.backend.importers import api_requests as api
+from fake_anthropic import FakeAnthropic, is_summary_request
+
+pytestmark = needs_claude
+
+
+def _marks(body: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Paths of every cache_control in a body as sent; system counted without the billing
+    header, as Claude Code's cacheControl counts it."""
+    out: list[tuple[Any, ...]] = []
+
+    def walk(value: Any, path: tuple[Any, ...]) -> None:
+        if isinstance(value, dict):
+            if "cache_control" in value:
+                out.append(path)
+            for k, v in value.items():
+                walk(v, (*path, k))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, (*path, i))
+
+    system = body["system"][1:]
+    walk({"system": system, "messages": body["messages"], "tools": body["tools"]}, ())
+    return sorted(out, key=json.dumps)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("requests")
+    p = Project(tmp / "proj", tmp / "home", tmp / "state" / "store.db")
+    p.root.mkdir()
+    p.home.mkdir()
+    (p.root / "hello.txt").write_text("line one\nline two\nline three\n")
+    # Long enough that Claude Code keeps it in a file and sends a preview.
+    (p.root / "big.txt").write_text("".join(f"row {i} {'x' * 60}\n" for i in range(3000)))
+    steps = [
+        {"tool": "Read", "input": {"file_path": str(p.root / "hello.txt")}},
+        {"tool": "Bash", "input": {"command": "cat big.txt", "description": "show"}},
+        {"tool": "Edit", "input": {"file_path": str(p.root / "hello.txt"),
+                                   "old_string": "line two", "new_string": "line 2"}},
+        {"text": "All done."},
+        {"tool": "Bash", "input": {"command": "echo second", "description": "echo"}},
+        {"text": "Second done."},
+    ]  # fmt: skip
+    with FakeAnthropic(steps) as server:
+        sid = p.claude(server.url, "read hello, cat big, edit")["session_id"]
+        p.claude(server.url, "now echo", "--resume", sid)
+        p.claude(server.url, "/compact", "--resume", sid)
+        p.claude(server.url, "after compact", "--resume", sid)
+        sent = list(server.requests)
+    [path] = list((p.home / ".claude" / "projects").glob(f"*/{sid}.jsonl"))
+    return {"project": p, "sid": sid, "sent": sent, "path": path}
+
+
+def _from_transcript(path: Path) -> list[api.Request]:
+    """The requests rebuilt straight from the transcript (the collector's rows, no store)."""
+    collector = api.Collector()
+    shapes: dict[str, Any] = {}
+    blobs: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for line in path.read_text().splitlines():
+        got = collector.feed(json.loads(line))
+        shapes.update((h, json.loads(s)) for h, s in got.shapes)
+        blobs.update((h, json.loads(s)) for h, s in got.blobs)
+        rows.extend({"id": r["id"], "base": r.get("base"), "keep": r["keep"], "tail": r["tail"],
+                     "shape_hash": r["shapeHash"], "cache_control": r["cacheControl"],
+                     "params": r["params"], "digest": r["requestDigest"]}
+                    for r in got.requests)  # fmt: skip
+    assert not collector.wanted, "a tail hash matched no blob and no transcript message"
+    return api.rebuild(rows, shapes, blobs)
+
+
+def check_requests(sent: list[dict[str, Any]], rebuilt: list[api.Request]) -> None:
+    """Every logged request equals the rebuilt one at its place, in order; the only ones without
+    a record are compaction summary requests (2.1.328 records none for them)."""
+    assert rebuilt, "the transcript carries no api-request records"
+    todo = list(rebuilt)
+    for i, body in enumerate(sent):
+        if not todo or (is_summary_request(body) and todo[0].body["messages"] != body["messages"]):
+            assert is_summary_request(body), f"request {i} has no record and is no summary"
+            continue
+        req = todo.pop(0)
+        assert req.exact, (req.missing, req.missed_marks)
+        assert body["system"][0]["text"].startswith(api.BILLING_PREFIX)
+        got = req.body
+        # Without the cache marks: the content itself, message for message.
+        assert api.strip_cache(body["system"][1:]) == api.strip_cache(got["system"])
+        assert api.strip_cache(body["tools"]) == api.strip_cache(got["tools"])
+        want_msgs = api.strip_cache(body["messages"])
+        assert len(want_msgs) == len(got["messages"]), i
+        for j, (a, b) in enumerate(zip(want_msgs, api.strip_cache(got["messages"]), strict=True)):
+            assert a == b, (i, j)
+        # The cache marks, compared apart with the record's cacheControl.
+        assert _marks(body) == sorted((tuple(m["path"]) for m in req.marks), key=json.dumps)
+        assert (body["system"][1:], body["tools"], body["messages"]) == (
+            got["system"], got["tools"], got["messages"])
+        for key in ("model", "max_tokens", "thinking", "context_management", "output_config"):
+            assert body.get(key) == req.params.get(key), key
+        assert req.digest_ok, f"request {i}: requestDigest not reproduced"
+    assert not todo, f"{len(todo)} recorded requests were never sent"
+
+
+def test_rebuilt_from_the_transcript_equal_what_was_sent(session: dict[str, Any]) -> None:
+    rebuilt = _from_transcript(session["path"])
+    check_requests(session["sent"], rebuilt)
+    # A resume starts a new process (keep 0) and the compaction's summary replaces the history:
+    # both break the prefix of the request before.
+    breaks = [r.n for r in rebuilt if r.prefix_break]
+    assert len(breaks) == 2, breaks
+    assert len(session["sent"]) == len(rebuilt) + 1  # the summary request
+
+
+def test_hash_is_the_canonical_message(session: dict[str, Any]) -> None:
+    """Blob hashes are SHA-256 of the canonical message; tail hashes without a blob are
+    transcript messages under the same hash."""
+    recs = [json.loads(line) for line in session["path"].read_text().splitlines()]
+    blobs = [r for r in recs if r.get("type") == "api-request-blob"]
+    assert blobs and all(api.message_hash(b["message"]) == b["hash"] for b in blobs)
+    named = {h for r in recs if r.get("type") == "api-request" for h in r["tail"]}
+    transcript = {api.message_hash({"role": r["message"]["role"],
+                                    "content": r["message"]["content"]})
+                  for r in recs if r.get("type") in ("user", "assistant")}  # fmt: skip
+    no_blob = named - {b["hash"] for b in blobs}
+    assert no_blob and no_blob <= transcript
+    shapes = [r for r in recs if r.get("type") == "api-request-shape"]
+    assert all(api.digest(s["shape"]) == s["shapeHash"] for s in shapes)
+
+
+def test_timing(session: dict[str, Any]) -> None:
+    started = time.monotonic()
+    _from_transcript(session["path"])
+    assert time.monotonic() - started < 5
