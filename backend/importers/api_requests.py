@@ -31,8 +31,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections import OrderedDict
+import sqlite3
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 KINDS = frozenset({"api-request", "api-request-shape", "api-request-blob"})
@@ -159,13 +161,16 @@ class Collector:
     def __init__(self, state: dict[str, Any] | None = None) -> None:
         state = state or {}
         self.wanted: set[str] = set(state.get("wanted", []))
+        self.n = int(state.get("n", 0))  # requests stored so far (the next one's place)
         self.stored: set[str] = set()  # hashes written by this run (a repeat is skipped)
         self.pool: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        # Transcript messages not hashed yet: hashing waits for a request that needs them, so a
+        # transcript without request records costs no hashing.
+        self.raw: deque[dict[str, Any]] = deque(maxlen=_POOL)
         self._asst: tuple[str, list[Any]] | None = None  # assistant message being merged
-        self.seen = bool(state.get("seen"))  # the file carries request records
 
     def state(self) -> dict[str, Any]:
-        return {"wanted": sorted(self.wanted), "seen": self.seen}
+        return {"wanted": sorted(self.wanted), "n": self.n}
 
     def _keep(self, rows: Rows, h: str, message: dict[str, Any]) -> None:
         if h not in self.stored:
@@ -173,15 +178,21 @@ class Collector:
             rows.blobs.append((h, canonical_json(message)))
         self.wanted.discard(h)
 
-    def _offer(self, rows: Rows, message: dict[str, Any]) -> None:
-        m = canonical(message)
-        h = digest(m)
-        if h in self.wanted:
-            self._keep(rows, h, m)
-        self.pool[h] = m
-        self.pool.move_to_end(h)
+    def _hash_raw(self) -> None:
+        while self.raw:
+            m = canonical(self.raw.popleft())
+            h = digest(m)
+            self.pool[h] = m
+            self.pool.move_to_end(h)
         while len(self.pool) > _POOL:
             self.pool.popitem(last=False)
+
+    def _offer(self, rows: Rows, message: dict[str, Any]) -> None:
+        self.raw.append(message)
+        if self.wanted:
+            self._hash_raw()
+            for h in [h for h in self.wanted if h in self.pool]:
+                self._keep(rows, h, self.pool[h])
 
     def feed(self, rec: dict[str, Any]) -> Rows:
         rows = Rows()
@@ -189,13 +200,11 @@ class Collector:
         if kind in ("user", "assistant"):
             self._transcript(rec, rows)
         elif kind == "api-request-shape":
-            self.seen = True
             rows.shapes.append((str(rec["shapeHash"]), canonical_json(rec["shape"])))
         elif kind == "api-request-blob":
-            self.seen = True
             self._keep(rows, str(rec["hash"]), canonical(rec["message"]))
         elif kind == "api-request":
-            self.seen = True
+            self._hash_raw()
             for h in rec.get("tail") or []:
                 if h in self.stored:
                     continue
@@ -203,7 +212,8 @@ class Collector:
                     self._keep(rows, h, self.pool[h])
                 else:
                     self.wanted.add(h)
-            rows.requests.append(rec)
+            rows.requests.append({**rec, "n": self.n})
+            self.n += 1
         elif kind == COST_KIND:
             rows.cost = canonical_json({k: v for k, v in rec.items()
                                         if k not in ("type", "sessionId")})  # fmt: skip
@@ -217,9 +227,9 @@ class Collector:
             mid = str(msg.get("id") or "")
             blocks = msg.get("content") if isinstance(msg.get("content"), list) else []
             if self._asst is not None and self._asst[0] == mid and mid:
-                self._asst[1].extend(copy.deepcopy(blocks))
+                self._asst[1].extend(blocks)
             else:
-                self._asst = (mid, copy.deepcopy(blocks))
+                self._asst = (mid, list(blocks))
             self._offer(rows, {"role": "assistant", "content": list(self._asst[1])})
             if rec.get("requestRef") and isinstance(msg.get("usage"), dict):
                 rows.usage.append((str(rec["requestRef"]), canonical_json(msg["usage"])))
@@ -294,3 +304,78 @@ def rebuild(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]],
         by_id[str(row.get("id") or "")] = messages
         prev = messages
     return out
+
+
+# The store's edge (schema 5): rows in, requests out.
+
+_SQL_SHAPE = "INSERT OR IGNORE INTO api_shapes (hash, shape) VALUES (?, ?)"
+_SQL_BLOB = "INSERT OR IGNORE INTO api_blobs (hash, message) VALUES (?, ?)"
+_SQL_REQUEST = (
+    "INSERT OR REPLACE INTO api_requests (session, n, id, ts, query_source, shape_hash, base, "
+    "keep, tail, params, cache_control, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SQL_USAGE = "UPDATE api_requests SET usage = ? WHERE session = ? AND id = ?"
+_SQL_COST = "INSERT OR REPLACE INTO api_costs (session, cost) VALUES (?, ?)"
+
+
+def _ts(value: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+async def write_rows(writer: Any, session: str, rows: Rows) -> None:
+    """Store what one record added (`writer`: the store's Writer, inside the import's batch)."""
+    await writer.execute_rows(_SQL_SHAPE, rows.shapes)
+    await writer.execute_rows(_SQL_BLOB, rows.blobs)
+    await writer.execute_rows(_SQL_REQUEST, [
+        (session, r["n"], str(r.get("id") or ""), _ts(r.get("timestamp")),
+         r.get("querySource"), r.get("shapeHash"), r.get("base"), int(r.get("keep") or 0),
+         json.dumps(r.get("tail") or []), canonical_json(r.get("params") or {}),
+         canonical_json(r.get("cacheControl") or []), r.get("requestDigest"))
+        for r in rows.requests])  # fmt: skip
+    await writer.execute_rows(_SQL_USAGE, [(u, session, i) for i, u in rows.usage])
+    if rows.cost is not None:
+        await writer.execute_rows(_SQL_COST, [(session, rows.cost)])
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'api_requests'").fetchone() \
+        is not None
+
+
+def read_requests(conn: sqlite3.Connection, session: str) -> list[Request]:
+    """A session's recorded requests rebuilt, in order; [] when the transcript had none."""
+    if not _has_tables(conn):
+        return []
+    cols = ("n", "id", "ts", "query_source", "shape_hash", "base", "keep", "tail", "params",
+            "cache_control", "digest", "usage")  # fmt: skip
+    rows = [dict(zip(cols, r, strict=True)) for r in conn.execute(
+        f"SELECT {', '.join(cols)} FROM api_requests WHERE session = ? ORDER BY n", (session,))]
+    if not rows:
+        return []
+    hashes: set[str] = set()
+    for r in rows:
+        for k in ("tail", "params", "cache_control", "usage"):
+            r[k] = json.loads(r[k]) if r[k] else None
+        hashes.update(r["tail"] or [])
+    blobs: dict[str, dict[str, Any]] = {}
+    ordered = sorted(hashes)
+    for i in range(0, len(ordered), 500):
+        part = ordered[i:i + 500]
+        for h, m in conn.execute(f"SELECT hash, message FROM api_blobs WHERE hash IN "
+                                 f"({', '.join('?' * len(part))})", part):  # fmt: skip
+            blobs[h] = json.loads(m)
+    shapes = {h: json.loads(s) for h, s in conn.execute(
+        "SELECT hash, shape FROM api_shapes WHERE hash IN (SELECT DISTINCT shape_hash FROM "
+        "api_requests WHERE session = ?)", (session,))}  # fmt: skip
+    return rebuild(rows, shapes, blobs)
+
+
+def read_cost(conn: sqlite3.Connection, session: str) -> dict[str, Any] | None:
+    """The transcript's own last cost-state (Claude Code's cost and per-model usage)."""
+    if not _has_tables(conn):
+        return None
+    row = conn.execute("SELECT cost FROM api_costs WHERE session = ?", (session,)).fetchone()
+    return json.loads(row[0]) if row else None

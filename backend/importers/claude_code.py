@@ -18,6 +18,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from ..agents.live import stored_calls
+from . import api_requests
 from .common import (
     BadRecord,
     block_text,
@@ -43,6 +44,8 @@ _QUIET = frozenset({
     "last-prompt", "pr-link", "agent-name", "worktree-state", "mode",
 })  # fmt: skip
 _TITLES = ("custom-title", "ai-title")
+# What api_requests.py reads: request records, cost-state, and the transcript's messages.
+_API_ROWS = api_requests.KINDS | {api_requests.COST_KIND, "user", "assistant"}
 
 # Source tool name -> engine tool name for the ones the rules treat specially.
 _SEARCH = {"Grep": "grep", "Glob": "glob", "LS": "list"}
@@ -64,6 +67,11 @@ class ClaudeParser:
         # end of what was read the seq it was stored at provisionally.
         self._msg: dict[str, Any] | None = state.get("msg")
         self._hooked: dict[str, set[str]] = {}  # session -> results a hook stored
+        # Claude Code's own request records (api_requests.py); kept across `provisional`'s
+        # re-init, as its message pool is not part of the saved state.
+        self._api: api_requests.Collector = getattr(self, "_api", None) or \
+            api_requests.Collector(state.get("api"))
+        self.quiet: dict[str, int] = getattr(self, "quiet", {})  # kinds skipped -> count
 
     def state(self) -> dict[str, Any]:
         return {
@@ -72,6 +80,7 @@ class ClaudeParser:
             "side": self._side,
             "compact": self._compact,
             "msg": self._msg,
+            "api": self._api.state(),
         }
 
     def unsaid(self) -> bool:
@@ -104,7 +113,14 @@ class ClaudeParser:
         kind = need(rec.get("type"), str, "type")
         check_ids(rec, ("sessionId", "agentId", "uuid", "parentUuid"), ("cwd",))
         check_time(rec.get("timestamp"))
-        if kind in _QUIET:
+        if kind in _API_ROWS:
+            rows = self._api.feed(rec)
+            if rows:
+                await api_requests.write_rows(self.hub.writer, self.hub.main.id, rows)
+            if kind not in ("user", "assistant"):
+                return
+        if kind in _QUIET or kind in api_requests.QUIET_KINDS:
+            self.quiet[kind] = self.quiet.get(kind, 0) + 1
             return
         if kind == "summary":
             if isinstance(rec.get("summary"), str) and not self.hub.main.data.get("titled"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x63747876  # "ctxv": marks a SQLite file as a ctxview store
 
 
@@ -176,9 +176,51 @@ def _to_v4(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE sessions ADD COLUMN lease_until REAL")
 
 
+# Version 5: the API requests a Claude Code transcript records (importers/api_requests.py).
+# A shape (system + tools) and a message are stored once under their hash, shared by every
+# request and session that sends them; a request is its keep/tail delta and its own fields.
+API_TABLES = """
+CREATE TABLE IF NOT EXISTS api_shapes (
+    hash  TEXT PRIMARY KEY,
+    shape TEXT NOT NULL                            -- {"system": [...], "tools": [...]}
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS api_blobs (
+    hash    TEXT PRIMARY KEY,
+    message TEXT NOT NULL                          -- canonical: no cache_control, block lists
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS api_requests (
+    session       TEXT NOT NULL,
+    n             INTEGER NOT NULL,                -- the request's place in its session
+    id            TEXT NOT NULL,
+    ts            REAL,
+    query_source  TEXT,
+    shape_hash    TEXT,
+    base          TEXT,                            -- the request whose messages it keeps
+    keep          INTEGER NOT NULL,
+    tail          TEXT NOT NULL,                   -- JSON list of message hashes
+    params        TEXT NOT NULL,                   -- JSON: model, betas, max_tokens, ...
+    cache_control TEXT NOT NULL,                   -- JSON: [{path, value}]
+    digest        TEXT,                            -- Claude Code's requestDigest
+    usage         TEXT,                            -- JSON: the answer's usage
+    PRIMARY KEY (session, n)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS api_requests_id ON api_requests (session, id);
+CREATE TABLE IF NOT EXISTS api_costs (
+    session TEXT PRIMARY KEY,
+    cost    TEXT NOT NULL                          -- the last cost-state record, JSON
+) WITHOUT ROWID;
+"""
+
+
+def _to_v5(conn: sqlite3.Connection) -> None:
+    _run_script(conn, API_TABLES)
+
+
 # version -> the step that brings a store of that version to the next one. Steps are idempotent
 # and run inside the migration's transaction.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_v2, 2: _to_v3, 3: _to_v4}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _to_v2, 2: _to_v3, 3: _to_v4, 4: _to_v5,
+}
 
 
 def check(conn: sqlite3.Connection) -> int | None:

@@ -412,8 +412,20 @@ class Writer:
         for sql in ("UPDATE sessions SET id = ?1 WHERE id = ?2",
                     "UPDATE events SET session = ?1 WHERE session = ?2",
                     "UPDATE bodies SET session = ?1 WHERE session = ?2",
-                    "UPDATE sessions SET parent_session = ?1 WHERE parent_session = ?2"):  # fmt: skip
+                    "UPDATE sessions SET parent_session = ?1 WHERE parent_session = ?2",
+                    "UPDATE api_requests SET session = ?1 WHERE session = ?2",
+                    "UPDATE api_costs SET session = ?1 WHERE session = ?2"):  # fmt: skip
             await self._conn.execute(sql, (new, old))
+
+    async def execute_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Other tables an importer fills (schema 5's api_* rows), in turn with the events:
+        inside the import's transaction when there is one."""
+        if not rows:
+            return
+        await self.flush()
+        await self._wait_turn()
+        await self._lock()
+        await self._conn.executemany(sql, rows)
 
     async def checkpoint(self) -> None:
         await self.flush()

@@ -8,6 +8,7 @@ Read, a Bash whose output is too long to send whole, an Edit), a resumed second 
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,31 @@ def test_timing(session: dict[str, Any]) -> None:
     started = time.monotonic()
     _from_transcript(session["path"])
     assert time.monotonic() - started < 5
+
+
+def test_imported_requests_equal_what_was_sent(session: dict[str, Any]) -> None:
+    """`ctxview import` stores the requests (each distinct shape and message once) and they are
+    rebuilt from the store alone; the request kinds are no longer 'unknown'."""
+    p: Project = session["project"]
+    done = p.ctxview("import", str(session["path"]))
+    assert done.returncode == 0, done.stderr
+    assert "unknown record type" not in done.stderr, done.stderr
+    conn = sqlite3.connect(p.store)
+    try:
+        [sid] = [r[0] for r in conn.execute("SELECT id FROM sessions WHERE source_ref = ?",
+                                            (session["sid"],))]  # fmt: skip
+        rebuilt = api.read_requests(conn, sid)
+        check_requests(session["sent"], rebuilt)
+        assert all(r.usage and r.usage["output_tokens"] == 20 for r in rebuilt)
+        cost = api.read_cost(conn, sid)
+        assert cost is not None and cost["totalCostUSD"] > 0 and cost["modelUsage"]
+        # Shared storage: each message and shape once, however many requests send it.
+        n_blobs = conn.execute("SELECT count(*) FROM api_blobs").fetchone()[0]
+        sent_msgs = {api.message_hash(m) for b in session["sent"] for m in b["messages"]}
+        assert n_blobs <= len(sent_msgs)
+        assert conn.execute("SELECT count(*) FROM api_shapes").fetchone()[0] == 1
+        # Importing again adds nothing.
+        assert p.ctxview("import", str(session["path"])).returncode == 0
+        assert conn.execute("SELECT count(*) FROM api_blobs").fetchone()[0] == n_blobs
+    finally:
+        conn.close()
