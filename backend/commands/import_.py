@@ -46,6 +46,7 @@ async def _run(args: argparse.Namespace) -> int:
                       enabled=args.progress or sys.stderr.isatty())  # fmt: skip
     explicit = set(given)
     problems: list[Problem] = []
+    quiet: dict[str, int] = {}  # known record kinds with nothing to import -> how many
     refused: list[str] = []
     imported = unchanged = lines = neither = 0
     sessions: set[str] = set()
@@ -65,6 +66,8 @@ async def _run(args: argparse.Namespace) -> int:
                     continue
                 bar.file_done(max(0, sizes[f] - (bar.done_bytes - before)))
                 problems.extend(report.problems)
+                for kind, count in report.quiet.items():
+                    quiet[kind] = quiet.get(kind, 0) + count
                 if report.session:
                     sessions.add(report.session)
                 if report.lines:
@@ -79,6 +82,10 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"Imported {_n(lines, 'new line')} from {_n(imported, 'file')} into "
               f"{_n(len(sessions), 'session')}; {_n(unchanged, 'file')} had nothing new"
               + (f"; {_n(neither, 'file')} of neither format left alone." if neither else "."))  # fmt: skip
+    if quiet:
+        kinds = sorted(quiet.items(), key=lambda kv: (-kv[1], kv[0]))
+        print(f"Left aside {_n(sum(quiet.values()), 'record')} of known kinds with nothing to "
+              "import (" + ", ".join(f"{k} {n:,}" for k, n in kinds) + ").")
     if problems:
         print(f"Skipped {_n(len(problems), 'record')} that could not be imported:", file=sys.stderr)
         for p in problems[:_SHOW_PROBLEMS]:

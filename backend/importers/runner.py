@@ -60,6 +60,7 @@ class FileReport:
     problems: list[Problem] = field(default_factory=list)
     replaced: bool = False  # the file was truncated or replaced since the last import
     waiting: bool = False  # an incomplete last line is left for later
+    quiet: dict[str, int] = field(default_factory=dict)  # known kinds skipped -> how many
 
 
 class _Moved(BaseException):
@@ -279,6 +280,7 @@ class FileImporter:
 
             return await import_export(self.writer, self.path)  # type: ignore[no-any-return]
         report = FileReport(str(self.path))
+        quiet_before = dict(getattr(self.parser, "quiet", {}))
         more = True
         while more:
             try:
@@ -292,6 +294,9 @@ class FileImporter:
             except BaseException:
                 self._forget()  # what was read since the last commit is not in the store
                 raise
+        quiet = getattr(self.parser, "quiet", {})
+        report.quiet = {k: n - quiet_before.get(k, 0) for k, n in quiet.items()
+                        if n > quiet_before.get(k, 0)}  # fmt: skip
         return report
 
     async def _still_current(self) -> None:
