@@ -267,6 +267,24 @@ def make_middleware(guard: Guard, tickets: Tickets, secure_cookie: bool = False)
     return guard_middleware
 
 
+# The page's terminal (xterm.js) takes keys only once its hidden textarea has the focus, which a
+# click gives: focus it as soon as it exists, so the first key pressed on a new tab works.
+FOCUS_SCRIPT = """<script>
+(function () {
+  function focus() {
+    var t = document.querySelector("#terminal textarea");
+    if (t) { t.focus(); }
+    return !!t;
+  }
+  if (!focus()) {
+    var o = new MutationObserver(function () { if (focus()) { o.disconnect(); } });
+    o.observe(document.body, {childList: true, subtree: true});
+  }
+})();
+</script>
+"""
+
+
 def make_server_class() -> type:
     """`textual_serve.server.Server` with the guard in front of every route, a one-time ticket in
     each page's websocket URL, and everything it says on stderr (never stdout)."""
@@ -315,7 +333,10 @@ def make_server_class() -> type:
             context = await Server.handle_index.__wrapped__(self, request)
             ticket = self.tickets.mint()
             context["app_websocket_url"] = f"{context['app_websocket_url']}/{ticket}"
-            return aiohttp_jinja2.render_template("app_index.html", request, context)
+            response = aiohttp_jinja2.render_template("app_index.html", request, context)
+            if response.text:  # keys reach the app before any click (issue 10.8)
+                response.text = response.text.replace("</body>", FOCUS_SCRIPT + "</body>", 1)
+            return response
 
         async def on_startup(self, app: web.Application) -> None:
             print(f"ctxview serve: open {self.start_url()}  (Ctrl+C to quit)", file=sys.stderr,
