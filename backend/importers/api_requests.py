@@ -33,6 +33,7 @@ import hashlib
 import json
 import sqlite3
 from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -340,42 +341,115 @@ async def write_rows(writer: Any, session: str, rows: Rows) -> None:
         await writer.execute_rows(_SQL_COST, [(session, rows.cost)])
 
 
-def _has_tables(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'api_requests'").fetchone() \
-        is not None
+_TABLE_SQL = "SELECT 1 FROM sqlite_master WHERE name = 'api_requests'"
+_COLS = ("n", "id", "ts", "query_source", "shape_hash", "base", "keep", "tail", "params",
+         "cache_control", "digest", "usage")  # fmt: skip
+_ROWS_SQL = f"SELECT {', '.join(_COLS)} FROM api_requests WHERE session = ? ORDER BY n"
+_SHAPES_SQL = ("SELECT hash, shape FROM api_shapes WHERE hash IN (SELECT DISTINCT shape_hash "
+               "FROM api_requests WHERE session = ?)")  # fmt: skip
+
+
+def _blob_queries(rows: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    hashes = sorted({h for r in rows for h in r["tail"] or []})
+    return [(f"SELECT hash, message FROM api_blobs WHERE hash IN ({', '.join('?' * len(part))})",
+             part) for part in (hashes[i:i + 500] for i in range(0, len(hashes), 500))]  # fmt: skip
+
+
+def _rows(found: Any) -> list[dict[str, Any]]:
+    rows = [dict(zip(_COLS, r, strict=True)) for r in found]
+    for r in rows:
+        for k in ("tail", "params", "cache_control", "usage"):
+            r[k] = json.loads(r[k]) if r[k] else None
+    return rows
 
 
 def read_requests(conn: sqlite3.Connection, session: str) -> list[Request]:
     """A session's recorded requests rebuilt, in order; [] when the transcript had none."""
-    if not _has_tables(conn):
+    if conn.execute(_TABLE_SQL).fetchone() is None:
         return []
-    cols = ("n", "id", "ts", "query_source", "shape_hash", "base", "keep", "tail", "params",
-            "cache_control", "digest", "usage")  # fmt: skip
-    rows = [dict(zip(cols, r, strict=True)) for r in conn.execute(
-        f"SELECT {', '.join(cols)} FROM api_requests WHERE session = ? ORDER BY n", (session,))]
+    rows = _rows(conn.execute(_ROWS_SQL, (session,)))
     if not rows:
         return []
-    hashes: set[str] = set()
-    for r in rows:
-        for k in ("tail", "params", "cache_control", "usage"):
-            r[k] = json.loads(r[k]) if r[k] else None
-        hashes.update(r["tail"] or [])
-    blobs: dict[str, dict[str, Any]] = {}
-    ordered = sorted(hashes)
-    for i in range(0, len(ordered), 500):
-        part = ordered[i:i + 500]
-        for h, m in conn.execute(f"SELECT hash, message FROM api_blobs WHERE hash IN "
-                                 f"({', '.join('?' * len(part))})", part):  # fmt: skip
-            blobs[h] = json.loads(m)
-    shapes = {h: json.loads(s) for h, s in conn.execute(
-        "SELECT hash, shape FROM api_shapes WHERE hash IN (SELECT DISTINCT shape_hash FROM "
-        "api_requests WHERE session = ?)", (session,))}  # fmt: skip
+    blobs = {h: json.loads(m) for sql, part in _blob_queries(rows)
+             for h, m in conn.execute(sql, part)}  # fmt: skip
+    shapes = {h: json.loads(x) for h, x in conn.execute(_SHAPES_SQL, (session,))}
     return rebuild(rows, shapes, blobs)
+
+
+async def aread_requests(fetchall: Callable[..., Awaitable[Any]], session: str) -> list[Request]:
+    """`read_requests` over an aiosqlite connection's `execute_fetchall` (the viewer's reader)."""
+    if not await fetchall(_TABLE_SQL):
+        return []
+    rows = _rows(await fetchall(_ROWS_SQL, (session,)))
+    if not rows:
+        return []
+    blobs: dict[str, dict[str, Any]] = {}
+    for sql, part in _blob_queries(rows):
+        blobs.update((h, json.loads(m)) for h, m in await fetchall(sql, part))
+    shapes = {h: json.loads(x) for h, x in await fetchall(_SHAPES_SQL, (session,))}
+    return rebuild(rows, shapes, blobs)
+
+
+async def aread_cost(fetchall: Callable[..., Awaitable[Any]], session: str) -> dict[str, Any] | None:
+    if not await fetchall(_TABLE_SQL):
+        return None
+    found = await fetchall("SELECT cost FROM api_costs WHERE session = ?", (session,))
+    return json.loads(found[0][0]) if found else None
 
 
 def read_cost(conn: sqlite3.Connection, session: str) -> dict[str, Any] | None:
     """The transcript's own last cost-state (Claude Code's cost and per-model usage)."""
-    if not _has_tables(conn):
+    if conn.execute(_TABLE_SQL).fetchone() is None:
         return None
     row = conn.execute("SELECT cost FROM api_costs WHERE session = ?", (session,)).fetchone()
     return json.loads(row[0]) if row else None
+
+
+def _block_text(block: Any) -> str:
+    if not isinstance(block, dict):
+        return str(block)
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "tool_use":
+        return f"[tool_use {block.get('name')} {block.get('id')}] {canonical_json(block.get('input'))}"
+    if kind == "tool_result":
+        c = block.get("content")
+        inner = c if isinstance(c, str) else "\n".join(_block_text(b) for b in c or [])
+        err = " error" if block.get("is_error") else ""
+        return f"[tool_result {block.get('tool_use_id')}{err}]\n{inner}"
+    if kind == "thinking":
+        return f"[thinking]\n{block.get('thinking', '')}"
+    return canonical_json(strip_cache(block))
+
+
+def render_request(req: Request) -> str:
+    """One recorded request as text: params, system blocks, tools (name and size), then every
+    message block verbatim; a cache breakpoint is marked where Claude Code put it."""
+    cache = "  ⟪cache breakpoint⟫"
+    p = req.params
+    lines = [f"model {p.get('model')} · max_tokens {p.get('max_tokens')} · "
+             f"thinking {canonical_json(p.get('thinking'))} · "
+             f"keeps {req.keep} of {req.prev_len} messages before · source {req.query_source}"]
+    if p.get("betas"):
+        lines.append("betas " + ", ".join(map(str, p["betas"])))
+    lines.append("")
+    for i, b in enumerate(req.body["system"]):
+        lines.append(f"system[{i}]:" + (cache if "cache_control" in b else ""))
+        lines.append(_block_text(b))
+    tools = req.body["tools"]
+    lines.append("")
+    lines.append(f"tools ({len(tools)}): " + ", ".join(
+        f"{t.get('name')} ({len(canonical_json(t)):,})" for t in tools))  # fmt: skip
+    for i, m in enumerate(req.body["messages"]):
+        lines.append("")
+        content = m.get("content")
+        if isinstance(content, str):
+            lines.append(f"{m.get('role')} [{i}]:")
+            lines.append(content)
+            continue
+        lines.append(f"{m.get('role')} [{i}]:")
+        for b in content or []:
+            lines.append(_block_text(b) + (cache if isinstance(b, dict)
+                                           and "cache_control" in b else ""))  # fmt: skip
+    return "\n".join(lines)

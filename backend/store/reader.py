@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 
@@ -91,6 +92,19 @@ class Reader:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def api_requests(self, session_id: str) -> list[Any]:
+        """The API requests Claude Code recorded for the session, rebuilt (schema 5; [] when
+        its transcript had none). Items are `importers.api_requests.Request`."""
+        from ..importers.api_requests import aread_requests
+
+        return await aread_requests(self._conn.execute_fetchall, session_id)
+
+    async def api_cost(self, session_id: str) -> dict[str, Any] | None:
+        """The transcript's own last cost-state record, or None."""
+        from ..importers.api_requests import aread_cost
+
+        return await aread_cost(self._conn.execute_fetchall, session_id)
 
     async def data_version(self) -> int:
         """Changes whenever another connection commits: the cheap "did anything commit?" check."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -178,3 +179,34 @@ def test_imported_requests_equal_what_was_sent(session: dict[str, Any]) -> None:
         assert conn.execute("SELECT count(*) FROM api_blobs").fetchone()[0] == n_blobs
     finally:
         conn.close()
+
+
+async def test_x_shows_the_recorded_request(session: dict[str, Any]) -> None:
+    """`x` on a session with records shows the request as sent and says so; the last one is
+    the request after the compaction, its prefix broken."""
+    from ctxview.viewer.app import CtxviewApp
+    from ctxview.viewer.screens.context import ContextScreen
+
+    p: Project = session["project"]
+    if not p.store.exists():
+        assert p.ctxview("import", str(session["path"])).returncode == 0
+    conn = sqlite3.connect(p.store)
+    [sid] = [r[0] for r in conn.execute("SELECT id FROM sessions WHERE source_ref = ?",
+                                        (session["sid"],))]  # fmt: skip
+    conn.close()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
+    from viewer_helpers import ready, wait_for
+
+    async with CtxviewApp(p.store, session=sid, watch=False).run_test(size=(140, 50)) as pilot:
+        await ready(pilot)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ContextScreen))
+        screen = pilot.app.screen
+        assert isinstance(screen, ContextScreen)
+        await wait_for(pilot, lambda: screen.text != "")
+        title = str(screen.query_one("#context-title").render())
+        assert "exactly as sent (Claude Code's own record)" in title, title
+        assert "prefix broken here" in title and "3 cache breakpoints" in title, title
+        last = [b for b in session["sent"] if not is_summary_request(b)][-1]
+        assert last["messages"][-1]["content"][-1]["text"][:60] in screen.text
+        assert "⟪cache breakpoint⟫" in screen.text

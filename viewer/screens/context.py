@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from ctxview.backend.config import Config, ConfigError
 from ctxview.backend.context import Msg, load_texts, render_context, replay
+from ctxview.backend.importers.api_requests import Request, render_request
 from ctxview.backend.store.records import Event
 from rich.text import Text
 from textual.app import ComposeResult
@@ -45,6 +46,7 @@ class ContextScreen(Screen[None]):
         self.events: list[Event] = []
         self.config = Config()
         self.text = ""  # the context on screen, serialised
+        self.recorded: list[Request] = []
 
     def compose(self) -> ComposeResult:
         yield Static(id="context-title", classes="title-line")
@@ -59,11 +61,41 @@ class ContextScreen(Screen[None]):
         except ConfigError:
             self.config = Config()
         self.events = await reader.events(self.session_id)
+        # Claude Code's own record of its requests, when the transcript carries it: shown as
+        # sent; otherwise the context is rebuilt from the transcript's messages.
+        self.recorded = await reader.api_requests(self.session_id)
+        if self.recorded:
+            self.requests = list(range(1, len(self.recorded) + 1))
+            if not self.request:
+                self.request = self._recorded_at(self.at_seq)
+            await self.show(self.request)
+            return
         whole = replay(self.events, self.config)
         self.requests = [r.seq for r in whole.requests]
         if not self.request:
             self.request = self._request_at(self.at_seq)
         await self.show(self.request)
+
+    def _recorded_at(self, seq: int | None) -> int:
+        """The last recorded request made at or before the event at `seq` (by time)."""
+        at = next((e.ts for e in self.events if e.seq == seq), None) if seq else None
+        if at is None:
+            return len(self.recorded)
+        before = [i for i, r in enumerate(self.recorded, 1) if r.ts is not None and r.ts <= at]
+        return before[-1] if before else 1
+
+    def _show_recorded(self, k: int) -> None:
+        req = self.recorded[k - 1]
+        self.text = render_request(req)
+        size = sum(req.sizes().values())
+        marks = len(req.marks)
+        prefix = "prefix broken here" if req.prefix_break else "prefix kept"
+        exact = "exactly as sent" if req.exact else "as recorded, some messages missing"
+        title = (f"Request {k} of {len(self.recorded)}, {exact} (Claude Code's own record) · "
+                 f"{_n(len(req.body['messages']), 'message')} · {_n(size, 'char')} · "
+                 f"{_n(marks, 'cache breakpoint')} · {prefix} · {self.session_id}")  # fmt: skip
+        self.query_one("#context-title", Static).update(Text(title))
+        self.query_one(WrappedText).set_text(self.text)
 
     def _request_at(self, seq: int | None) -> int:
         if not self.requests:
@@ -76,6 +108,9 @@ class ContextScreen(Screen[None]):
     async def show(self, k: int) -> None:
         """Request k's context (0: the next request's, when there has been none)."""
         self.request = k
+        if self.recorded:
+            self._show_recorded(k)
+            return
         state = replay(self.events, self.config, until_request=k or None)
         if not k:
             state.advance()
@@ -96,7 +131,7 @@ class ContextScreen(Screen[None]):
         stubs = sum(m.stub is not None for m in msgs)
         elision = "on" if self.config["elide.enabled"] else "off"
         which = f"request {k} of {len(self.requests)}" if k else "the next request"
-        title = (f"The context as sent at {which} · {_n(len(msgs), 'message')} · "
+        title = (f"Reconstructed (the transcript records no requests): the context at {which} · {_n(len(msgs), 'message')} · "
                  f"{_n(len(self.text), 'char')} · {_n(stubs, 'elision stub')} "
                  f"(elision {elision}) · {self.session_id}")  # fmt: skip
         self.query_one("#context-title", Static).update(Text(title))
