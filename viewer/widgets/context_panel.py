@@ -74,6 +74,9 @@ class ContextFigures:
     fed: int = 0  # events replayed so far
     total: int = 0  # the session's events when the panel opened (the progress shown)
     done: bool = False  # replayed to the last event there was
+    # Claude Code's own record of each request (importers/api_requests.py), when there is one:
+    # the real sizes, cache breakpoints and prefix breaks, beside the replayed arms.
+    recorded: list[Any] = field(default_factory=list)
 
     @classmethod
     def for_session(cls, overrides: dict[str, Any]) -> ContextFigures:
@@ -174,6 +177,7 @@ def panel_text(fig: ContextFigures, width: int, cursor_seq: int | None, cursor_r
     out.append(f"\n{'breaks':<{LABEL}}")
     out.append("".join(marks), "yellow")
     out.append("  C compaction · s stride", "dim")
+    recorded_rows(out, fig, spark_w, peak, cur if len(fig.recorded) == n else 0)
     # Cache hits from usage (the model's own counts); a space where a request has none.
     hits = [r.usage.cache_hit_ratio if r.usage and r.usage.cache_hit_ratio is not None else -1.0
             for r in reqs["hygiene"]]  # fmt: skip
@@ -202,6 +206,29 @@ def panel_text(fig: ContextFigures, width: int, cursor_seq: int | None, cursor_r
         else:
             out.append(f"\n{ref} stays whole in every request after it", "dim")
     return out
+
+
+def recorded_rows(out: Text, fig: ContextFigures, spark_w: int, peak: int, cur: int) -> None:
+    """The recorded requests' real sizes and their prefix breaks (K: a request keeps fewer
+    messages than the one before sent), on their own count of columns; `cur`: the cursor's
+    request when the two counts agree."""
+    rec = fig.recorded
+    if not rec:  # the replayed arms alone (a transcript without request records)
+        return
+    sizes = [sum(r.sizes().values()) for r in rec]
+    out.append(f"\n{'recorded':<{LABEL}}", "bold")
+    out.append(sparkline(sizes, spark_w, max(peak, *sizes)), "magenta")
+    here = rec[cur - 1] if cur else rec[-1]
+    out.append(f"  {sum(here.sizes().values()):>{12 - 2},}", "dim")
+    marks = [" "] * len(bucketed([0.0] * len(rec), spark_w))
+    for r in rec:
+        if r.prefix_break:
+            marks[column_of(r.n, len(rec), spark_w)] = "K"
+    out.append(f"\n{'':<{LABEL}}")
+    out.append("".join(marks), "yellow")
+    which = f"request {here.n + 1}" if cur else f"the last of {len(rec)}"
+    out.append(f"  K prefix break · {which}: {len(here.marks)} cache breakpoints, keeps "
+               f"{here.keep} of {here.prev_len}", "dim")  # fmt: skip
 
 
 def request_line(fig: ContextFigures, k: int, digits: int = 4) -> str:
@@ -271,6 +298,7 @@ class ContextPanel(Widget):
 
     async def _load(self) -> None:
         fig = self.figures
+        fig.recorded = await self.app.reader.api_requests(self.session_id)  # type: ignore[attr-defined]
         await fig.load(self.app.reader, self.session_id, self._page)  # type: ignore[attr-defined]
         fig.done = True
         fig.total = max(fig.total, fig.fed)
