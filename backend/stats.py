@@ -23,6 +23,7 @@ from typing import Any
 
 from .config import Config, ConfigError
 from .context import ARMS, ArmFigures, arm_state, figures
+from .importers.api_requests import sent_figures
 from .rules.context import Usage, bill, provider_of, rates
 from .store import Reader
 from .store.records import SessionRow
@@ -60,6 +61,10 @@ class SessionStats:
     arms: dict[str, ArmFigures] = field(default_factory=lambda: {a: ArmFigures() for a in ARMS})
     bills: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ARMS, 0.0))
     bill_usage: float = 0.0  # the same bill from the model's own usage counts
+    # Claude Code's own records (schema 5): the requests it sent, which then are the "none"
+    # arm, and its own cost (cost-state's totalCostUSD) beside the estimate.
+    recorded_requests: int = 0
+    cost_usd: float = 0.0
 
     @property
     def requests(self) -> int:
@@ -76,7 +81,7 @@ class SessionStats:
         """Fold another session's figures into these (the total)."""
         for name in ("results", "compactions", "messages", "chars_seen", "chars_hygiene",
                      "chars_stored", "stubs_unchanged", "stubs_same", "capped",
-                     "usage_messages"):  # fmt: skip
+                     "usage_messages", "recorded_requests", "cost_usd"):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k in MEASURES:
             self.saved[k] += other.saved[k]
@@ -167,6 +172,16 @@ async def session_stats(
     for arm, state in states.items():
         st.arms[arm] = figures(state)
         st.bills[arm] = st.arms[arm].bill(price)
+    recorded = await reader.api_requests(row.id)
+    if recorded:
+        st.recorded_requests = len(recorded)
+        none = st.arms["none"]
+        for name, value in sent_figures(recorded).items():
+            setattr(none, name, value)
+        st.bills["none"] = none.bill(price)
+    cost = await reader.api_cost(row.id)
+    if cost and isinstance(cost.get("totalCostUSD"), int | float):
+        st.cost_usd = float(cost["totalCostUSD"])
     return st
 
 

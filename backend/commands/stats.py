@@ -145,3 +145,9 @@ def _resent(per: list[SessionStats], t: SessionStats) -> None:
     if t.usage_messages:
         print(f"The same bill from the transcripts' own usage: {round(t.bill_usage):,} (it also "
               f"counts the system prompt and tools, which the estimate leaves out).")  # fmt: skip
+    if t.recorded_requests:
+        print(f"No measure (SENT NONE) is Claude Code's own record of the {t.recorded_requests:,} "
+              "requests it sent, where the transcript has one (2.1.3xx), not a replay.")
+    if t.cost_usd:
+        print(f"The transcripts' own cost (Claude Code's cost-state): ${t.cost_usd:,.4f}, beside "
+              f"the estimated bills above.")  # fmt: skip

@@ -453,3 +453,36 @@ def render_request(req: Request) -> str:
             lines.append(_block_text(b) + (cache if isinstance(b, dict)
                                            and "cache_control" in b else ""))  # fmt: skip
     return "\n".join(lines)
+
+
+def _message_chars(m: dict[str, Any]) -> int:
+    c = m.get("content")
+    if isinstance(c, str):
+        return len(c)
+    return sum(len(_block_text(b)) for b in c or [])
+
+
+def sent_figures(reqs: list[Request]) -> dict[str, int]:
+    """The recorded requests as one arm of `ctxview stats`: characters of message text sent,
+    summed over requests; what each shares with the request before (its leading messages
+    equal) counted as a cache read, the rest as a write; prefix breaks; the peak."""
+    out = dict.fromkeys(("requests", "sent_chars", "cache_read_chars", "cache_write_chars",
+                         "prefix_breaks", "peak_chars"), 0)  # fmt: skip
+    prev: list[dict[str, Any]] = []
+    for r in reqs:
+        msgs = [strip_cache(m) for m in r.body["messages"]]
+        sizes = [_message_chars(m) for m in msgs]
+        shared = 0
+        for a, b in zip(prev, msgs, strict=False):
+            if a != b:
+                break
+            shared += 1
+        total = sum(sizes)
+        out["requests"] += 1
+        out["sent_chars"] += total
+        out["cache_read_chars"] += sum(sizes[:shared])
+        out["cache_write_chars"] += total - sum(sizes[:shared])
+        out["prefix_breaks"] += r.prefix_break
+        out["peak_chars"] = max(out["peak_chars"], total)
+        prev = msgs
+    return out

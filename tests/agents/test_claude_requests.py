@@ -177,6 +177,16 @@ def test_imported_requests_equal_what_was_sent(session: dict[str, Any]) -> None:
         sent_msgs = {api.message_hash(m) for b in session["sent"] for m in b["messages"]}
         assert n_blobs <= len(sent_msgs)
         assert conn.execute("SELECT count(*) FROM api_shapes").fetchone()[0] == 1
+        # stats: the recorded requests are the "no measure" arm; the transcript's own cost.
+        done = p.ctxview("stats", "--json")
+        assert done.returncode == 0, done.stderr
+        [st] = json.loads(done.stdout)["sessions"]
+        assert st["recorded_requests"] == len(rebuilt)
+        assert st["arms"]["none"]["requests"] == len(rebuilt)
+        assert st["arms"]["none"]["prefix_breaks"] == sum(r.prefix_break for r in rebuilt)
+        assert st["cost_usd"] == cost["totalCostUSD"]
+        text = p.ctxview("stats").stdout
+        assert "Claude Code's own record" in text and "cost-state" in text, text
         # Importing again adds nothing.
         assert p.ctxview("import", str(session["path"])).returncode == 0
         assert conn.execute("SELECT count(*) FROM api_blobs").fetchone()[0] == n_blobs
