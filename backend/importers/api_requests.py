@@ -45,6 +45,7 @@ QUIET_KINDS = frozenset({"tools-used", "atis-latch", "queue-operation", "last-pr
 COST_KIND = "cost-state"
 BILLING_PREFIX = "x-anthropic-billing-header:"
 _POOL = 512  # transcript messages kept in memory for a later request's tail
+_SINCE = 64  # of them, the ones since the last request saved with the parser's state
 
 
 def canonical_json(value: Any) -> str:
@@ -167,11 +168,17 @@ class Collector:
         self.pool: OrderedDict[str, dict[str, Any]] = OrderedDict()
         # Transcript messages not hashed yet: hashing waits for a request that needs them, so a
         # transcript without request records costs no hashing.
-        self.raw: deque[dict[str, Any]] = deque(maxlen=_POOL)
+        self.raw: deque[dict[str, Any]] = deque(state.get("since", []), maxlen=_POOL)
+        # The transcript messages since the last request: the next request's tail names them,
+        # so they are saved with the state (the next import may be another process).
+        self.since: list[dict[str, Any]] = list(state.get("since", []))
         self._asst: tuple[str, list[Any]] | None = None  # assistant message being merged
 
     def state(self) -> dict[str, Any]:
-        return {"wanted": sorted(self.wanted), "n": self.n}
+        out: dict[str, Any] = {"wanted": sorted(self.wanted), "n": self.n}
+        if self.n and self.since:  # only once the file is known to carry request records
+            out["since"] = self.since[-_SINCE:]
+        return out
 
     def _keep(self, rows: Rows, h: str, message: dict[str, Any]) -> None:
         if h not in self.stored:
@@ -190,6 +197,9 @@ class Collector:
 
     def _offer(self, rows: Rows, message: dict[str, Any]) -> None:
         self.raw.append(message)
+        self.since.append(message)
+        if len(self.since) > 2 * _SINCE:
+            del self.since[:-_SINCE]
         if self.wanted:
             self._hash_raw()
             for h in [h for h in self.wanted if h in self.pool]:
@@ -214,6 +224,7 @@ class Collector:
                 else:
                     self.wanted.add(h)
             rows.requests.append({**rec, "n": self.n})
+            self.since = []
             self.n += 1
         elif kind == COST_KIND:
             rows.cost = canonical_json({k: v for k, v in rec.items()

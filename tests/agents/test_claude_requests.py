@@ -19,8 +19,6 @@ from claude_helpers import Project, needs_claude
 from ctxview.backend.importers import api_requests as api
 from fake_anthropic import FakeAnthropic, is_summary_request
 
-pytestmark = needs_claude
-
 
 def _marks(body: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Paths of every cache_control in a body as sent; system counted without the billing
@@ -121,6 +119,7 @@ def check_requests(sent: list[dict[str, Any]], rebuilt: list[api.Request]) -> No
     assert not todo, f"{len(todo)} recorded requests were never sent"
 
 
+@needs_claude
 def test_rebuilt_from_the_transcript_equal_what_was_sent(session: dict[str, Any]) -> None:
     rebuilt = _from_transcript(session["path"])
     check_requests(session["sent"], rebuilt)
@@ -131,6 +130,7 @@ def test_rebuilt_from_the_transcript_equal_what_was_sent(session: dict[str, Any]
     assert len(session["sent"]) == len(rebuilt) + 1  # the summary request
 
 
+@needs_claude
 def test_hash_is_the_canonical_message(session: dict[str, Any]) -> None:
     """Blob hashes are SHA-256 of the canonical message; tail hashes without a blob are
     transcript messages under the same hash."""
@@ -147,12 +147,14 @@ def test_hash_is_the_canonical_message(session: dict[str, Any]) -> None:
     assert all(api.digest(s["shape"]) == s["shapeHash"] for s in shapes)
 
 
+@needs_claude
 def test_timing(session: dict[str, Any]) -> None:
     started = time.monotonic()
     _from_transcript(session["path"])
     assert time.monotonic() - started < 5
 
 
+@needs_claude
 def test_imported_requests_equal_what_was_sent(session: dict[str, Any]) -> None:
     """`ctxview import` stores the requests (each distinct shape and message once) and they are
     rebuilt from the store alone; the request kinds are no longer 'unknown'."""
@@ -194,6 +196,7 @@ def test_imported_requests_equal_what_was_sent(session: dict[str, Any]) -> None:
         conn.close()
 
 
+@needs_claude
 async def test_x_shows_the_recorded_request(session: dict[str, Any]) -> None:
     """`x` on a session with records shows the request as sent and says so; the last one is
     the request after the compaction, its prefix broken."""
@@ -236,3 +239,87 @@ async def test_x_shows_the_recorded_request(session: dict[str, Any]) -> None:
         row = next(i for i, ln in enumerate(lines) if ln.startswith("recorded"))
         assert lines[row + 1].count("K") >= 1, lines[row:row + 2]
         assert "3 cache breakpoints" in lines[row + 1], lines[row + 1]
+
+
+@needs_claude
+async def test_imported_as_it_grows_equal_what_was_sent(session: dict[str, Any],
+                                                        tmp_path: Path) -> None:  # fmt: skip
+    """The transcript imported in pieces, each by a new importer (as `follow` restarted or
+    `import` run again would): a request's tail names messages an earlier piece read."""
+    from ctxview.backend.importers.runner import import_file
+    from ctxview.backend.store import Writer
+
+    lines = session["path"].read_text().splitlines(keepends=True)
+    grown = tmp_path / session["path"].name
+    store = tmp_path / "grown.db"
+    writer = await Writer.open(store)
+    try:
+        for end in range(7, len(lines) + 7, 7):
+            grown.write_text("".join(lines[:end]))
+            await import_file(writer, grown)
+    finally:
+        await writer.close()
+    conn = sqlite3.connect(store)
+    try:
+        [sid] = [r[0] for r in conn.execute("SELECT DISTINCT session FROM api_requests")]
+        check_requests(session["sent"], api.read_requests(conn, sid))
+    finally:
+        conn.close()
+
+
+# Without Claude Code: the collector's own rules on hand-made records.
+
+def _msg(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "content": [{"type": "text", "text": text}]}
+
+
+def test_hash_form_and_wire_form() -> None:
+    as_string = {"role": "user", "content": "héllo"}
+    as_blocks = {"role": "user", "content": [{"type": "text", "text": "héllo",
+                                              "cache_control": {"type": "ephemeral"}}]}  # fmt: skip
+    assert api.message_hash(as_string) == api.message_hash(as_blocks)
+    assert api.message_hash(as_string) == api.digest(_msg("user", "héllo"))
+    assert api.wire(_msg("user", "hi")) == {"role": "user", "content": "hi"}
+    assert api.wire(_msg("assistant", "hi")) == _msg("assistant", "hi")  # keeps its blocks
+    body, missed = api.build({"system": [{"type": "text", "text": "s"}], "tools": []},
+                             [_msg("user", "hi")],
+                             [{"path": ["messages", 0, "content", 0],
+                               "value": {"type": "ephemeral"}},
+                              {"path": ["messages", 5, "content", 0], "value": {}}])  # fmt: skip
+    assert body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]
+    assert missed == ['["messages", 5, "content", 0]']
+
+
+def test_tail_named_before_its_message_and_prefix_breaks() -> None:
+    c = api.Collector()
+    a, b, d = _msg("user", "a"), _msg("assistant", "b"), _msg("user", "d")
+    ha, hd = api.message_hash(a), api.message_hash(d)
+    shape = {"type": "api-request-shape", "shapeHash": "s", "shape": {"system": [], "tools": []}}
+    rows: list[api.Rows] = [c.feed(shape)]
+    rows.append(c.feed({"type": "user", "message": a}))
+    rows.append(c.feed({"type": "api-request", "id": "r1", "keep": 0, "tail": [ha],
+                        "shapeHash": "s", "params": {}, "cacheControl": []}))  # fmt: skip
+    # The assistant's answer in two records of one message id: one API message.
+    for block in b["content"] * 2:
+        rows.append(c.feed({"type": "assistant", "message": {
+            "id": "m1", "role": "assistant", "content": [block]}}))  # fmt: skip
+    merged = {"role": "assistant", "content": b["content"] * 2}
+    # The next request names the merged answer and a message not written yet.
+    rows.append(c.feed({"type": "api-request", "id": "r2", "base": "r1", "keep": 1,
+                        "tail": [api.message_hash(merged), hd], "shapeHash": "s",
+                        "params": {}, "cacheControl": []}))  # fmt: skip
+    assert c.wanted == {hd}
+    rows.append(c.feed({"type": "user", "message": d}))
+    assert not c.wanted
+    rows.append(c.feed({"type": "api-request", "id": "r3", "keep": 0, "tail": [hd],
+                        "shapeHash": "s", "params": {}, "cacheControl": []}))  # fmt: skip
+    blobs = {h: json.loads(m) for r in rows for h, m in r.blobs}
+    assert set(blobs) == {ha, api.message_hash(merged), hd}  # each once
+    reqs = api.rebuild([{"id": q["id"], "base": q.get("base"), "keep": q["keep"],
+                         "tail": q["tail"], "shape_hash": "s", "cache_control": [],
+                         "params": {}} for r in rows for q in r.requests],
+                       {"s": {"system": [], "tools": []}}, blobs)  # fmt: skip
+    assert [len(r.body["messages"]) for r in reqs] == [1, 3, 1]
+    assert [r.prefix_break for r in reqs] == [False, False, True]
+    assert all(r.exact for r in reqs)
