@@ -77,7 +77,7 @@ class Cluster:
 
 
 @contextmanager
-def cluster() -> Iterator[Cluster]:
+def running() -> Iterator[Cluster]:
     folder = Path(tempfile.mkdtemp(prefix="ctxview-pg-"))
     try:
         os.chmod(folder, 0o755)
@@ -102,3 +102,128 @@ def cluster() -> Iterator[Cluster]:
             c.stop("immediate")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# Stores of known content, written by the real Writer, and their rows to compare.
+
+LIVE_WRITER = r"""
+import asyncio, sys, time
+from ctxview.backend.store.writer import Writer
+from ctxview.backend.store.records import Event, Body
+
+async def main(path, sid, n, rate, size):
+    async with await Writer.open(path) as w:
+        if await w.session_info(sid) is None:
+            await w.create_session(sid, title="live " + sid, next_rid=1)
+        start = await w.last_seq(sid) // 2
+        for i in range(start, start + n):
+            t = time.time()
+            text = f"result {i} of {sid} " + ("x" * size) + "\n"
+            await w.append(sid, [
+                Event(ts=t, kind="call", tool="read", call_ref=f"c{i}", args='{"path": "f"}'),
+                Event(ts=t, kind="result", tool="read", call_ref=f"c{i}", rid=i + 1,
+                      rkind="full", shown_chars=len(text), stored_chars=len(text)),
+            ], [Body(i + 1, text, text)])
+            print(f"{i + 1} {t!r}", flush=True)
+            if rate:
+                await asyncio.sleep(1 / rate)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
+                 int(sys.argv[5])))
+"""
+
+
+def write_live(path: Path, sid: str, n: int, rate: float = 0, size: int = 200,
+               **kw: object) -> subprocess.Popen[str]:  # fmt: skip
+    """A process appending `n` results (a call and its result each) to session `sid`, `rate`
+    per second (0: as fast as it can); it prints each result's id and commit time."""
+    import sys
+
+    return subprocess.Popen([sys.executable, "-c", LIVE_WRITER, str(path), sid, str(n), str(rate),
+                             str(size)], stdout=subprocess.PIPE, text=True, **kw)  # type: ignore[call-overload]  # fmt: skip
+
+
+def rows(path: Path, machine_free: bool = True) -> dict[str, object]:
+    """Every session's fields (the machine taken out of a pulled one's data), events and bodies."""
+    import json
+    import sqlite3
+
+    from ctxview.backend.store.records import EVENT_COLUMNS
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        sessions = {}
+        for r in conn.execute("SELECT id, title, workspace, source, started, ended, next_rid, data "
+                              "FROM sessions"):  # fmt: skip
+            data = json.loads(r[7] or "{}")
+            if machine_free:
+                data.pop("machine", None)
+            sessions[r[0]] = (*r[1:7], data)
+        events = conn.execute(f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events "
+                              "ORDER BY session, seq").fetchall()  # fmt: skip
+        bodies = conn.execute("SELECT session, rid, shown, CAST(stored AS TEXT) FROM bodies "
+                              "ORDER BY session, rid").fetchall()  # fmt: skip
+        return {"sessions": sessions, "events": events, "bodies": bodies}
+    finally:
+        conn.close()
+
+
+def remote_rows(url: str, machine: str) -> dict[str, object]:
+    import psycopg
+    from ctxview.backend.store.records import EVENT_COLUMNS
+
+    with psycopg.connect(url) as conn:
+        events = conn.execute(f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM "
+                              "ctxview_events WHERE machine = %s ORDER BY session, seq",
+                              (machine,)).fetchall()  # fmt: skip
+        bodies = [(s, r, bytes(a).decode(), bytes(b).decode()) for s, r, a, b in conn.execute(
+            "SELECT session, rid, shown, stored FROM ctxview_bodies WHERE machine = %s "
+            "ORDER BY session, rid", (machine,))]  # fmt: skip
+    return {"events": [tuple(e) for e in events], "bodies": bodies}
+
+
+# What the sync tests share.
+
+import itertools  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+_dbs = itertools.count()
+
+
+def new_db(cluster: Cluster) -> str:
+    """A fresh database on the cluster, its URL (password in it)."""
+    name = f"t{os.getpid()}_{next(_dbs)}"
+    cluster.sql(f"CREATE DATABASE {name}")
+    return cluster.url(name)
+
+
+def ctx(*args: str, machine: str = "dev-a", timeout: float = 60,
+        **env: str) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "ctxview.backend.cli", *args], text=True,
+                          capture_output=True, timeout=timeout,
+                          env={**os.environ, "CTXVIEW_MACHINE": machine, **env})  # fmt: skip
+
+
+def spawn(*args: str, machine: str = "dev-a", **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "ctxview.backend.cli", *args], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "CTXVIEW_MACHINE": machine, **env})  # fmt: skip
+
+
+def store(tmp: Path, name: str, sid: str, n: int, size: int = 200) -> Path:
+    path = tmp / f"{name}.db"
+    w = write_live(path, sid, n, 0, size)
+    assert w.wait(60) == 0
+    return path
+
+
+def until(check: object, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.1)
+    raise AssertionError("not reached in time")
+
+

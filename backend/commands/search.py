@@ -30,6 +30,10 @@ async def _run(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     if args.limit < 1:
         raise CliError("--limit must be at least 1.")
+    from ..sync.remote import is_remote
+
+    if is_remote(getattr(args, "store", None)):
+        return await _run_remote(args, query)
     reader = await open_reader(args)
     try:
         session = (await reader.resolve_session(args.session)).id if args.session else None
@@ -51,4 +55,24 @@ async def _run(args: argparse.Namespace) -> int:
     n = len(hits)
     print(f"{n:,}{'+' if more else ''} hit{'s' * (n != 1 or more)}"
           + (f" (the first {n:,}; --limit shows more)" if more else ""))  # fmt: skip
+    return 0
+
+
+async def _run_remote(args: argparse.Namespace, query: str) -> int:
+    """`--store postgresql://…`: the team store, searched in PostgreSQL (backend/sync/search.py)."""
+    from ..sync.search import search
+
+    hits, more = await search(args.store, query, session=args.session, limit=args.limit)
+    if args.json:
+        print(json.dumps({"query": query, "hits": [h.as_json() for h in hits], "more": more},
+                         indent=2, ensure_ascii=False))  # fmt: skip
+        return 0 if hits else 1
+    if not hits:
+        print(f"Nothing matches {query!r}.")
+        return 1
+    for h in hits:
+        what = format_id(h.rid) if h.rid is not None else h.label or h.kind
+        print(f"{h.machine}/{h.session}  {h.seq:>6}  {h.kind + ' ' + what:<22} {h.snippet}")
+    n = len(hits)
+    print(f"{n:,}{'+' if more else ''} hit{'s' * (n != 1 or more)}")
     return 0

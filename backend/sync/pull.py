@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from ..store.records import EVENT_COLUMNS
 from .push import SESSION_FIELDS
 from .remote import CHANNEL, RemoteError, connect, sentence
 
-ROWS_PER_TX = 2000
+ROWS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
 FTS_MAX = 1_000_000
 
 

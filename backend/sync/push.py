@@ -23,7 +23,7 @@ from ..store.records import EVENT_COLUMNS
 from ..store.schema import StoreError
 from .remote import CHANNEL, SEARCH_CHARS, RemoteError, connect, sentence
 
-EVENTS_PER_TX = 2000
+EVENTS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
 BODY_BYTES_PER_TX = 16 << 20
 SESSION_FIELDS = ("title", "workspace", "source", "source_path", "source_ref", "parent_session",
                   "parent_call", "started", "ended", "config", "next_rid", "data",

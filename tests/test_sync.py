@@ -1,0 +1,164 @@
+"""Push and pull through a real PostgreSQL 15 (tests/pg_helpers.py starts a cluster of its own):
+the schema and its refusals, exact copies, kill -9 at random moments, --watch across two devices
+and a third, and a server restarted under a --watch push."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import pg_helpers
+from pg_helpers import ctx, spawn, store, until
+
+pytestmark = pytest.mark.skipif(pg_helpers.available() is not None,
+                                reason=str(pg_helpers.available()))  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[pg_helpers.Cluster]:
+    with pg_helpers.running() as c:
+        yield c
+
+
+@pytest.fixture
+def url(cluster: pg_helpers.Cluster) -> str:
+    return pg_helpers.new_db(cluster)
+
+
+def test_push_pull_exact_and_idempotent(tmp_path: Path, url: str) -> None:
+    a = store(tmp_path, "a", "20261201-080000-aaaaaa", 300)
+    first = ctx("--store", str(a), "push", "--to", url)
+    assert first.returncode == 0, first.stderr
+    assert "Pushed 900 rows" in first.stdout and "as dev-a" in first.stdout
+    again = ctx("--store", str(a), "push", "--to", url)
+    assert "Pushed 0 rows" in again.stdout
+    src = pg_helpers.rows(a)
+    assert pg_helpers.remote_rows(url, "dev-a") == {"events": src["events"],
+                                                    "bodies": src["bodies"]}  # fmt: skip
+    c = tmp_path / "c.db"
+    assert ctx("--store", str(c), "pull", "--from", url).returncode == 0
+    assert ctx("--store", str(c), "pull", "--from", url).stdout.startswith("Pulled 0 rows")
+    assert pg_helpers.rows(c) == src
+    assert "'machine': 'dev-a'" in str(pg_helpers.rows(c, machine_free=False)["sessions"])
+    # The machine's name was chosen once: another CTXVIEW_MACHINE later does not rename it.
+    assert "as dev-a" in ctx("--store", str(a), "push", "--to", url, machine="other").stdout
+    # Search runs in PostgreSQL.
+    hit = ctx("--store", url, "search", "result", "17")
+    assert hit.returncode == 0, hit.stderr
+    assert "dev-a/20261201-080000-aaaaaa" in hit.stdout
+
+
+def test_same_id_on_two_machines_never_collides(tmp_path: Path, url: str) -> None:
+    sid = "cc-3f1c0b5e-0000-4000-8000-000000000001"
+    a = store(tmp_path, "a", sid, 3)
+    b = store(tmp_path, "b", sid, 5)
+    assert ctx("--store", str(a), "push", "--to", url, machine="dev-a").returncode == 0
+    assert ctx("--store", str(b), "push", "--to", url, machine="dev-b").returncode == 0
+    c = tmp_path / "c.db"
+    assert ctx("--store", str(c), "pull", "--from", url).returncode == 0
+    got = pg_helpers.rows(c)["sessions"]
+    assert set(got) == {sid, f"{sid}@dev-b"}  # type: ignore[arg-type]
+    only = tmp_path / "only.db"
+    assert ctx("--store", str(only), "pull", "--from", url, "--machine", "dev-b").returncode == 0
+    assert set(pg_helpers.rows(only)["sessions"]) == {sid}  # type: ignore[arg-type]
+
+
+def test_refusals_one_sentence_no_password(tmp_path: Path, cluster: pg_helpers.Cluster,
+                                           url: str) -> None:  # fmt: skip
+    a = store(tmp_path, "a", "20261201-080000-bbbbbb", 2)
+
+    def refused(target: str, *words: str, **env: str) -> None:
+        out = ctx("--store", str(a), "push", "--to", target, **env)
+        assert out.returncode == 1, out.stdout
+        line = out.stderr.strip()
+        assert line.count("\n") == 0 and pg_helpers.PASSWORD not in line, line
+        for w in words:
+            assert w in line, line
+
+    refused(cluster.url(url.rsplit("/", 1)[1], password="wrong-pw"), "refused the password")
+    refused(f"postgresql://postgres@127.0.0.1:{cluster.port}/{url.rsplit('/', 1)[1]}",
+            "refused the password")  # fmt: skip
+    # The password from the libpq environment instead of the URL.
+    ok = ctx("--store", str(a), "push", "--to",
+             f"postgresql://postgres@127.0.0.1:{cluster.port}/{url.rsplit('/', 1)[1]}",
+             PGPASSWORD=pg_helpers.PASSWORD)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    refused(f"postgresql://postgres:{pg_helpers.PASSWORD}@127.0.0.1:1/x", "Cannot reach")
+    cluster.sql("CREATE DATABASE other_app")
+    cluster.sql("CREATE TABLE invoices (id int)", db="other_app")
+    refused(cluster.url("other_app"), "another program's tables")
+    cluster.sql("UPDATE ctxview_meta SET value = '99' WHERE key = 'schema_version'",
+                db=url.rsplit("/", 1)[1])  # fmt: skip
+    refused(url, "newer ctxview", "schema 99")
+    # TLS settings pass through to libpq: this server has no TLS, so sslmode=require fails.
+    refused(cluster.url("other_app") + "?sslmode=require", "Cannot reach")
+
+
+def test_two_devices_watch_push_third_watch_pull(tmp_path: Path, url: str) -> None:
+    a, b, c = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "c.db"
+    wa = pg_helpers.write_live(a, "20261201-090000-aaaaaa", 1, 0)
+    wb = pg_helpers.write_live(b, "20261201-090000-bbbbbb", 1, 0)
+    assert wa.wait(30) == 0 and wb.wait(30) == 0
+    procs = [spawn("--store", str(a), "push", "--to", url, "--watch", machine="dev-a"),
+             spawn("--store", str(b), "push", "--to", url, "--watch", machine="dev-b"),
+             spawn("--store", str(c), "pull", "--from", url, "--watch")]  # fmt: skip
+    try:
+        wa = pg_helpers.write_live(a, "20261201-090000-aaaaaa", 60, 20)
+        wb = pg_helpers.write_live(b, "20261201-090000-bbbbbb", 60, 20)
+        seen: list[tuple[int, int]] = []
+        while wa.poll() is None or wb.poll() is None:
+            if c.exists():
+                ev = pg_helpers.rows(c)["events"]
+                seen.append((sum(e[0].endswith("a") for e in ev),  # type: ignore[attr-defined]
+                             sum(e[0].endswith("b") for e in ev)))  # type: ignore[attr-defined]
+            time.sleep(0.25)
+        # Both sessions grew in the replica while they were being written.
+        assert len({s[0] for s in seen}) >= 3 and len({s[1] for s in seen}) >= 3, seen
+        want = {**pg_helpers.rows(a)["sessions"], **pg_helpers.rows(b)["sessions"]}  # type: ignore[dict-item]
+        until(lambda: len(pg_helpers.rows(c)["events"]) == 244  # type: ignore[arg-type]
+              and pg_helpers.rows(c)["sessions"] == want)  # fmt: skip
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(10)
+
+
+def test_server_restart_under_watch_push(tmp_path: Path, cluster: pg_helpers.Cluster,
+                                         url: str) -> None:  # fmt: skip
+    a = store(tmp_path, "a", "20261201-100000-dddddd", 1)
+    push = spawn("--store", str(a), "push", "--to", url, "--watch")
+    try:
+        w = pg_helpers.write_live(a, "20261201-100000-dddddd", 80, 40)
+        time.sleep(0.6)
+        cluster.stop("fast")
+        time.sleep(1.0)
+        cluster.start()
+        assert w.wait(30) == 0
+
+        def caught_up() -> bool:
+            try:
+                src = pg_helpers.rows(a)
+                return pg_helpers.remote_rows(url, "dev-a") == {"events": src["events"],
+                                                                "bodies": src["bodies"]}  # fmt: skip
+            except Exception:
+                return False
+
+        try:
+            until(caught_up, 30)
+        except AssertionError:
+            push.terminate()
+            src = pg_helpers.rows(a)
+            got = pg_helpers.remote_rows(url, "dev-a")
+            raise AssertionError((len(src["events"]), len(got["events"]),  # type: ignore[arg-type]
+                                  push.communicate(timeout=10))) from None
+        push.terminate()
+        _, err = push.communicate(timeout=10)
+    finally:
+        if push.poll() is None:
+            push.kill()
+    assert "reconnected" in err and pg_helpers.PASSWORD not in err, err
