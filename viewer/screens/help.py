@@ -30,8 +30,10 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     ]),
     ("Show", [
         ("m", "what the model saw / the full stored text"),
-        ("t", "open / fold a message's thinking, a call's prompt, file or input"),
-        ("r", "messages as their raw text / as Markdown"),
+        # Named with their screen: `r` and `t` mean other things elsewhere (reload, in
+        # transcript), which the keys screen still lists for those screens.
+        ("t (transcript)", "open / fold a message's thinking, a call's prompt, file or input"),
+        ("r (transcript)", "messages as their raw text / as Markdown"),
         ("click an id", "open the full stored result"),
         ("click a stub", "go to the result it stands for"),
         ("click an elision", "open the elided middle in place"),
