@@ -4,6 +4,9 @@ and a third, and a server restarted under a --watch push."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -162,3 +165,48 @@ def test_server_restart_under_watch_push(tmp_path: Path, cluster: pg_helpers.Clu
         if push.poll() is None:
             push.kill()
     assert "reconnected" in err and pg_helpers.PASSWORD not in err, err
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_view_on_postgresql_follows_two_devices(tmp_path: Path, url: str) -> None:
+    """`ctxview view --store postgresql://…` in a real terminal: both devices' sessions, their
+    machines, and the results counts growing while they are written."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for path, sid in ((a, "20261201-110000-aaaaaa"), (b, "20261201-110000-bbbbbb")):
+        assert pg_helpers.write_live(path, sid, 1, 0).wait(30) == 0
+    pushes = [spawn("--store", str(a), "push", "--to", url, "--watch", machine="dev-a"),
+              spawn("--store", str(b), "push", "--to", url, "--watch", machine="dev-b")]  # fmt: skip
+    name = f"ctxsync{os.getpid()}"
+    env = f"-u COLUMNS -u LINES XDG_STATE_HOME={tmp_path / 'state'} TERM=xterm-256color"
+    cmd = f"env {env} {sys.executable} -m ctxview.backend.cli view --store '{url}'"
+    subprocess.run(["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "180", "-y", "30",
+                    cmd], check=True)  # fmt: skip
+
+    def screen() -> str:
+        return subprocess.run(["tmux", "-L", name, "capture-pane", "-p", "-t", name], text=True,
+                              capture_output=True).stdout  # fmt: skip
+
+    try:
+        try:
+            until(lambda: "live@dev-a" in screen() and "live@dev-b" in screen(), 30)
+        except AssertionError:
+            raise AssertionError(screen()) from None
+        assert pg_helpers.PASSWORD not in screen()
+        writers = [pg_helpers.write_live(a, "20261201-110000-aaaaaa", 40, 20),
+                   pg_helpers.write_live(b, "20261201-110000-bbbbbb", 40, 20)]  # fmt: skip
+        for w in writers:
+            assert w.wait(30) == 0
+
+        def grown() -> bool:
+            rows = [ln for ln in screen().splitlines() if "live@dev-" in ln]
+            return len(rows) == 2 and all(" 41 " in ln for ln in rows)
+
+        try:
+            until(grown, 20)
+        except AssertionError:
+            raise AssertionError(screen()) from None
+    finally:
+        subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
+        for p in pushes:
+            p.terminate()
+            p.wait(10)

@@ -43,6 +43,14 @@ async def _check(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..sync.remote import is_remote
+
+    if is_remote(getattr(args, "store", None)):
+        from ..sync.view import following
+
+        with following(args.store) as cache:  # a replica kept up to date while the viewer runs
+            args.store = str(cache)
+            return run(args)
     session_id = asyncio.run(_check(args))
     if args.theme:
         from ctxview import themes

@@ -162,7 +162,8 @@ def row_view(s: SessionRow, depth: int) -> RowView:
         str(s.results),
         "live" if s.live else "ended",
         human_count(s.chars_saved),
-        s.source,
+        # A session pulled from a team store (ctxview pull) names the machine it came from.
+        f"{s.source}@{m}" if (m := s.extra.get("machine")) else s.source,
         short_path(s.workspace, 200),
     )
     return RowView(s.id, cells, s.live, depth)
