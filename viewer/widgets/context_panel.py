@@ -298,8 +298,9 @@ class ContextPanel(Widget):
 
     async def _load(self) -> None:
         fig = self.figures
-        fig.recorded = await self.app.reader.api_requests(self.session_id)  # type: ignore[attr-defined]
         await fig.load(self.app.reader, self.session_id, self._page)  # type: ignore[attr-defined]
+        # After the replay's pages (its first paint is not delayed): the recorded requests.
+        fig.recorded = await self.app.reader.api_requests(self.session_id)  # type: ignore[attr-defined]
         fig.done = True
         fig.total = max(fig.total, fig.fed)
         self._page()
