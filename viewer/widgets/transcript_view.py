@@ -37,7 +37,7 @@ from ..render.blocks import (
     render_block,
 )
 from ..render.heights import Heights
-from ..render.outline import KIND, RID, SEQ, Block, Outline
+from ..render.outline import KIND, RID, SEQ, TOOL, Block, Outline
 from ..render.palette import Palette, palette_for
 from ..render.wrap import wrap_strips
 
@@ -206,7 +206,8 @@ class TranscriptView(ScrollView, can_focus=True):
             await self._prefetch(newer[:40] or older[-1:])
         epoch = await reader.count_kind(sid, "compaction", rows[0][SEQ] - 1) if rows else 0
         await self._load_elided(gen)
-        await self._load_children()
+        if self._generation == 1:  # once: a far jump must not wait for it (new ones: fetch_new)
+            await self._load_children()
         if gen != self._generation:
             return  # a later jump took over
         self._reset()
@@ -379,6 +380,8 @@ class TranscriptView(ScrollView, can_focus=True):
                     if self.following and len(rows) <= 50:
                         await self._prefetch(rows)
                     self._append(rows)
+                    if any((r[TOOL] or "").lower() in ("task", "agent") for r in rows):
+                        await self._load_children()  # a sub-agent may have started
                 if not self._dirty:
                     break
         finally:
