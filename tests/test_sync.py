@@ -210,3 +210,31 @@ def test_view_on_postgresql_follows_two_devices(tmp_path: Path, url: str) -> Non
         for p in pushes:
             p.terminate()
             p.wait(10)
+
+
+def test_connection_lost_mid_push(tmp_path: Path, cluster: pg_helpers.Cluster,
+                                  url: str) -> None:  # fmt: skip
+    """The server ends the push's connection in the middle: one sentence, exit 1, and the next
+    push sends exactly what was missing."""
+    a = store(tmp_path, "a", "20261201-130000-eeeeee", 600, size=1000)
+    push = spawn("--store", str(a), "push", "--to", url, CTXVIEW_SYNC_ROWS="4")
+    db = url.rsplit("/", 1)[1]
+
+    def started() -> bool:
+        try:
+            return cluster.sql("SELECT count(*) FROM ctxview_events", db=db).strip() != "0"
+        except subprocess.CalledProcessError:  # not made yet
+            return False
+
+    until(started, 20)
+    cluster.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'ctxview'")  # fmt: skip
+    _, err = push.communicate(timeout=30)
+    assert push.returncode == 1, err
+    line = err.strip()
+    assert "\n" not in line and "was lost during the push" in line, line
+    assert pg_helpers.PASSWORD not in line
+    assert ctx("--store", str(a), "push", "--to", url).returncode == 0
+    src = pg_helpers.rows(a)
+    assert pg_helpers.remote_rows(url, "dev-a") == {"events": src["events"],
+                                                    "bodies": src["bodies"]}  # fmt: skip
