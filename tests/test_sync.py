@@ -136,6 +136,7 @@ def test_server_restart_under_watch_push(tmp_path: Path, cluster: pg_helpers.Clu
     a = store(tmp_path, "a", "20261201-100000-dddddd", 1)
     push = spawn("--store", str(a), "push", "--to", url, "--watch")
     try:
+        assert push.stdout is not None and "Pushed" in push.stdout.readline()
         w = pg_helpers.write_live(a, "20261201-100000-dddddd", 80, 40)
         time.sleep(0.6)
         cluster.stop("fast")
@@ -238,3 +239,29 @@ def test_connection_lost_mid_push(tmp_path: Path, cluster: pg_helpers.Cluster,
     src = pg_helpers.rows(a)
     assert pg_helpers.remote_rows(url, "dev-a") == {"events": src["events"],
                                                     "bodies": src["bodies"]}  # fmt: skip
+
+
+def test_watch_push_and_pull_wait_for_a_server_not_up_yet(tmp_path: Path,
+                                                          cluster: pg_helpers.Cluster) -> None:  # fmt: skip
+    """Started while the server is down, --watch retries with backoff instead of exiting; a
+    wrong password is no reason to wait: exit 1 at once."""
+    a = store(tmp_path, "a", "20261201-140000-ffffff", 20)
+    url = pg_helpers.new_db(cluster)
+    cluster.stop("fast")
+    try:
+        push = spawn("--store", str(a), "push", "--to", url, "--watch")
+        pull = spawn("--store", str(tmp_path / "c.db"), "pull", "--from", url, "--watch")
+        time.sleep(2.5)
+        assert push.poll() is None and pull.poll() is None
+    finally:
+        cluster.start()
+    try:
+        until(lambda: (tmp_path / "c.db").exists()
+              and len(pg_helpers.rows(tmp_path / "c.db")["events"]) == 40, 30)  # type: ignore[arg-type]
+    finally:
+        for p in (push, pull):
+            p.terminate()
+            p.wait(10)
+    bad = ctx("--store", str(a), "push", "--watch", "--to",
+              cluster.url(url.rsplit("/", 1)[1], password="wrong"), timeout=30)  # fmt: skip
+    assert bad.returncode == 1 and "refused the password" in bad.stderr

@@ -19,7 +19,7 @@ from ..store import schema
 from ..store.paths import prepare
 from ..store.records import EVENT_COLUMNS
 from .push import SESSION_FIELDS
-from .remote import CHANNEL, RemoteError, connect, sentence
+from .remote import CHANNEL, RemoteError, connect, sentence, transient
 
 ROWS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
 FTS_MAX = 1_000_000
@@ -176,11 +176,17 @@ async def pull(path: Path, url: str, *, machine: str | None = None, session: str
                since: float | None = None, watch: bool = False, quiet: bool = False) -> int:  # fmt: skip
     puller = Puller(path, url, machine=machine, session=session, since=since)
     try:
-        await puller.open()
         try:
+            await puller.open()
             await puller.pull_all()
-        except psycopg.Error as exc:
-            raise RemoteError(sentence(exc, url, "pull")) from None
+        except (psycopg.Error, RemoteError) as exc:
+            error = exc if isinstance(exc, RemoteError) else RemoteError(
+                sentence(exc, url, "pull"), transient(exc))
+            if not (watch and error.transient):
+                raise error from None
+            say(f"{error} Retrying.")  # --watch: wait for the server as for a restart
+            await puller.close()
+            await _watch(puller)
         if not quiet:
             print(f"Pulled {puller.rows:,} rows into {path}.", flush=True)
         if watch:
@@ -214,6 +220,9 @@ async def _watch(puller: Puller) -> None:
                     break
                 await puller.pull_all(keys if keys else None)
         except (psycopg.Error, RemoteError) as exc:
+            if not transient(exc):  # a wrong password or a newer schema: waiting will not help
+                raise exc if isinstance(exc, RemoteError) else RemoteError(
+                    sentence(exc, puller.url)) from None
             text = str(exc) if isinstance(exc, RemoteError) else sentence(exc, puller.url)
             say(text + f" Retrying in {delay:g} s.")
             await puller.close()

@@ -21,7 +21,7 @@ import psycopg
 from ..store import schema
 from ..store.records import EVENT_COLUMNS
 from ..store.schema import StoreError
-from .remote import CHANNEL, SEARCH_CHARS, RemoteError, connect, sentence
+from .remote import CHANNEL, SEARCH_CHARS, RemoteError, connect, sentence, transient
 
 EVENTS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
 BODY_BYTES_PER_TX = 16 << 20
@@ -274,15 +274,23 @@ async def push(path: Path, url: str, *, sessions: list[str] | None = None,
     pusher = Pusher(path, url, sessions=sessions, since=since)
     started = time.monotonic()
     try:
-        await pusher.open()
         try:
+            await pusher.open()
             await pusher.push_all()
-        except psycopg.Error as exc:
-            raise RemoteError(sentence(exc, url, "push")) from None
+        except (psycopg.Error, RemoteError) as exc:
+            error = exc if isinstance(exc, RemoteError) else RemoteError(
+                sentence(exc, url, "push"), transient(exc))
+            if not (watch and error.transient):
+                raise error from None
+            # --watch with the server away from the start: wait for it as for a restart.
+            say(f"{error} Retrying.")
+            await pusher.close()
+            await _watch(pusher, dirty=True)
         if not quiet:
             secs = time.monotonic() - started
             print(f"Pushed {pusher.rows:,} rows ({pusher.bytes / 1e6:.1f} MB of bodies) of "
-                  f"{len(pusher.marks)} sessions as {pusher.machine} in {secs:.1f} s.")  # fmt: skip
+                  f"{len(pusher.marks)} sessions as {pusher.machine} in {secs:.1f} s.",
+                  flush=True)  # fmt: skip
         if watch:
             await _watch(pusher)
     finally:
@@ -291,12 +299,11 @@ async def push(path: Path, url: str, *, sessions: list[str] | None = None,
     return 0
 
 
-async def _watch(pusher: Pusher, poll: float = 0.05) -> None:
+async def _watch(pusher: Pusher, poll: float = 0.05, dirty: bool = False) -> None:
     """Follow the store: a commit changes SQLite's data_version; push then. The server gone:
     retry with backoff, then a full pass (the watermarks say what is missing)."""
     version = pusher.data_version()
     delay = 0.25
-    dirty = False
     while True:
         await asyncio.sleep(poll)
         now = await asyncio.to_thread(pusher.data_version)
@@ -311,6 +318,9 @@ async def _watch(pusher: Pusher, poll: float = 0.05) -> None:
             await pusher.push_all()
             dirty, delay = False, 0.25
         except (psycopg.Error, RemoteError) as exc:
+            if not transient(exc):  # a wrong password or a newer schema: waiting will not help
+                raise exc if isinstance(exc, RemoteError) else RemoteError(
+                    sentence(exc, pusher.url)) from None
             text = str(exc) if isinstance(exc, RemoteError) else sentence(exc, pusher.url)
             say(text + f" Retrying in {delay:g} s.")
             await pusher.close()

@@ -74,7 +74,20 @@ MIGRATIONS: dict[int, str] = {}  # version -> SQL bringing it to the next one
 
 
 class RemoteError(StoreError):
-    """PostgreSQL cannot be used; one sentence, no password in it."""
+    """PostgreSQL cannot be used; one sentence, no password in it. `transient`: the server may
+    come back (unreachable, connection lost), so a --watch retries; else it stops."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def transient(exc: BaseException) -> bool:
+    if isinstance(exc, RemoteError):
+        return exc.transient
+    low = str(exc).lower()
+    return isinstance(exc, psycopg.OperationalError) and not (
+        "password" in low or ("database" in low and "does not exist" in low))
 
 
 def describe(url: str) -> str:
@@ -134,7 +147,7 @@ async def connect(url: str, *, autocommit: bool = False) -> psycopg.AsyncConnect
     try:
         conn = await psycopg.AsyncConnection.connect(conninfo.make_conninfo(**params))
     except psycopg.Error as exc:
-        raise RemoteError(sentence(exc, url)) from None
+        raise RemoteError(sentence(exc, url), transient(exc)) from None
     try:
         await ensure(conn, url)
         await conn.set_autocommit(autocommit)
