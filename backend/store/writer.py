@@ -155,6 +155,7 @@ class Writer:
         self._lease_value = 0.0  # the lease_until it last wrote
         self._lease_task: asyncio.Task[None] | None = None
         self._lease_wake = asyncio.Event()
+        self._closing = False
 
     @classmethod
     async def open(cls, path: Path | str, *, fts_max_chars: int = 1_000_000) -> Writer:
@@ -172,7 +173,7 @@ class Writer:
     def _lease(self, session_id: str) -> None:
         """Keep `session_id` live while this writer is open. Written by the renewing task, not
         inline: the hot path (a hook's insert) takes no extra await."""
-        if session_id in self._leased:
+        if session_id in self._leased or self._closing:
             return
         self._leased.add(session_id)
         self._lease_wake.set()
@@ -185,7 +186,7 @@ class Writer:
         self._leased.discard(session_id)
 
     async def _renew_leases(self) -> None:
-        while self._leased:
+        while self._leased and not self._closing:
             self._lease_wake.clear()
             until = time.time() + LEASE_SECONDS
             ids = sorted(self._leased)
@@ -201,14 +202,18 @@ class Writer:
                     (until, *ids),
                 )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._lease_wake.wait(), LEASE_RENEW)
+                async with asyncio.timeout(LEASE_RENEW):
+                    await self._lease_wake.wait()
 
     async def _release(self) -> None:
         """Closing: the sessions stop being live now, unless another writer renewed their lease
         since (its value is later than ours)."""
+        # The renewing task is woken and ends by itself, never cancelled: on 3.11 a cancel that
+        # meets a wait_for whose event was just set is swallowed, and the loop ran forever.
+        self._closing = True
         task, self._lease_task = self._lease_task, None
         if task is not None:
-            task.cancel()
+            self._lease_wake.set()
             await asyncio.gather(task, return_exceptions=True)
         ids, self._leased = sorted(self._leased), set()
         if not ids:
