@@ -71,3 +71,21 @@ def test_session_list_snapshot(snap_compare, tmp_path: Path, utc: None) -> None:
 
     assert snap_compare(CtxviewApp(store, watch=False), terminal_size=(130, 12), run_before=loaded)
 
+
+async def _loaded(pilot: Pilot[None]) -> None:
+    screen = pilot.app.screen
+    assert isinstance(screen, SessionsScreen)
+    table = screen.query_one(DataTable)
+    for _ in range(200):
+        if len(screen.session_ids) == 3 and table.columns:
+            break
+        await pilot.pause(0.05)
+    await pilot.pause()
+    await pilot.pause()
+
+
+def test_session_list_snapshot_80x24(snap_compare, tmp_path: Path, utc: None) -> None:  # type: ignore[no-untyped-def]
+    """Issue 10.3: at 80 columns the columns that fit, the title shrunk, the footer's q and ?."""
+    store = tmp_path / "store.db"
+    asyncio.run(build(store))
+    assert snap_compare(CtxviewApp(store, watch=False), terminal_size=(80, 24), run_before=_loaded)
