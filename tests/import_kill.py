@@ -139,9 +139,15 @@ def kill_import(work: Path, source: Path, rounds: int, seed: int) -> Rounds:
         before = import_offset(killed, source)
         proc = subprocess.Popen(command(killed, "import", str(source)), env=_env(),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        # A moment while it still has work: what is left of the file, at the clean rate.
-        left = (size - before) / size * max(0.1, out.clean_seconds - start)
-        time.sleep(start + rng.uniform(0.05, 0.9) * left)
+        # Once this run has committed (however slowly a loaded machine starts it), a moment while
+        # it still has work: what is left of the file, at the clean rate.
+        wait_until = time.monotonic() + 60
+        while (proc.poll() is None and import_offset(killed, source) <= before
+               and time.monotonic() < wait_until):
+            time.sleep(0.02)
+        now = import_offset(killed, source)
+        left = (size - now) / size * max(0.1, out.clean_seconds - start)
+        time.sleep(rng.uniform(0.0, 0.8) * left)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         out.rounds += 1

@@ -16,7 +16,7 @@ def test_import_killed_at_random_moments_then_rerun_equals_one_clean_import(
     tmp_path: Path,
 ) -> None:
     source = tmp_path / "big.jsonl"
-    build(source, 5, seed=11, real=False)  # ~6,500 events: several commits
+    build(source, 12, seed=11, real=False)  # ~15,000 events: several commits (one each 0.5 s)
     got = kill_import(tmp_path, source, ROUNDS, seed=1)
     assert got.rounds == ROUNDS
     assert got.killed_counts == got.clean_counts
