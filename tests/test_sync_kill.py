@@ -54,7 +54,7 @@ def test_kill_9_push_and_pull(tmp_path: Path, url: str) -> None:
     rng = random.Random(20261201)
     sid = "20261201-080000-cccccc"
     a = store(tmp_path, "a", sid, 300, size=1000)
-    env = {"CTXVIEW_MACHINE": "dev-a", "CTXVIEW_SYNC_ROWS": "8"}
+    env = {"CTXVIEW_MACHINE": "dev-a", "CTXVIEW_SYNC_ROWS": "2"}  # many slices: runs outlast a kill
 
     def grow() -> None:  # the live session goes on between the rounds
         assert pg_helpers.write_live(a, sid, 120, 0, 1000).wait(30) == 0

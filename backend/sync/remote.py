@@ -9,6 +9,7 @@ re-implements the protocol and reads a subset of them); LISTEN/NOTIFY is `conn.n
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -17,6 +18,11 @@ from psycopg import conninfo
 
 from ..store.records import EVENT_COLUMNS
 from ..store.schema import StoreError
+
+# psycopg logs what it ignores while closing a broken connection ("error ignored terminating …");
+# with no handler Python prints that on stderr before our one sentence, so it goes nowhere.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+logging.getLogger("psycopg").propagate = False
 
 PG_SCHEMA_VERSION = 1
 APPLICATION = "ctxview"
