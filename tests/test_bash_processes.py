@@ -183,3 +183,16 @@ def test_a_killed_engine_takes_its_background_processes_with_it(tmp_path: Path) 
         engine.kill()
         engine.wait()
         _cleanup(token)
+
+
+async def test_a_background_call_that_times_out_leaves_no_log(tmp_path: Path) -> None:
+    import tempfile
+
+    logs = set(Path(tempfile.gettempdir()).glob("ctxview-bash-*.log"))
+    async with workspace_and_writer(tmp_path, {}) as (ws, writer):
+        session = await Session.start(writer, ws)
+        shown = await session.run("bash", {"command": "echo up; sleep 30", "timeout": 1,
+                                           "background": True})  # fmt: skip
+        assert shown == "[#1000]\nup\nThe command timed out after 1 s and was stopped."
+        await session.end()
+    assert set(Path(tempfile.gettempdir()).glob("ctxview-bash-*.log")) == logs

@@ -101,6 +101,8 @@ async def run(command: str, cwd: Path, timeout: float, background: bool = False)
         pumping.cancel()
     if "exit" not in said:  # the runner died (or was stopped): its command's group with it
         await _stop(proc, _group(said))
+        if log:  # a background call's output went to its log: keep it, leave no file behind
+            _take_log(log, output)
         return CommandOutput(output, None if timed_out else -1, timed_out)
     running = [(int(p), str(n)) for p, n in said.get("background", [])]  # type: ignore[attr-defined]
     job = None
@@ -111,12 +113,17 @@ async def run(command: str, cwd: Path, timeout: float, background: bool = False)
     else:
         await proc.wait()
         if background:
-            with open(log, "rb") as f:
-                output.extend(f.read())
-            os.unlink(log)
+            _take_log(log, output)
     code = said["exit"]
     ended = [str(n) for n in said.get("ended", [])]  # type: ignore[attr-defined]
     return CommandOutput(output, int(code), False, ended, job)  # type: ignore[call-overload]
+
+
+def _take_log(log: str, output: bytearray) -> None:
+    with contextlib.suppress(OSError):
+        with open(log, "rb") as f:
+            output.extend(f.read())
+        os.unlink(log)
 
 
 def _group(said: dict[str, object]) -> int | None:
