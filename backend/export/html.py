@@ -35,6 +35,7 @@ from .text import (
     attr,
     count_lines,
     esc,
+    files_read_rows,
     link_ids,
     parse_args,
 )
@@ -402,22 +403,17 @@ def boundary_html(ctx: Ctx, ev: Event, number: int, anchor: str) -> str:
     x = extra(ev)
     out = [f'<section class="boundary" id="{anchor}"><h2>━━ compaction {number} ━━</h2>',
            f'<div class="md">{markdown(ctx, ev.text or "")}</div>']  # fmt: skip
-    rows = x.get("rows") if isinstance(x.get("rows"), list) else []
+    rows = files_read_rows(x)
     if rows:
         out.append('<table class="files"><caption>Files read before this summary</caption>'
                    "<tr><th>path</th><th>lines</th><th>sha</th><th>result</th></tr>")  # fmt: skip
-        for r in rows:
-            if not isinstance(r, dict):
-                continue
-            total = r.get("total")
-            span = f"{r.get('first')}-{r.get('last')} of {total}" if total else "empty"
-            rid = r.get("rid")
+        for path, span, sha, rid in rows:
             link = ""
-            if isinstance(rid, int):
+            if rid is not None:
                 label = ctx.space.ref(rid)
                 link = id_link(ctx, rid, label) if rid in ctx.space.epoch_of else esc(label)
-            out.append(f"<tr><td>{esc(str(r.get('path', '')))}</td><td>{esc(span)}</td>"
-                       f"<td class=\"mono\">{esc(str(r.get('sha', ''))[:8])}</td><td>{link}</td></tr>")  # fmt: skip
+            out.append(f"<tr><td>{esc(path)}</td><td>{esc(span)}</td>"
+                       f"<td class=\"mono\">{esc(sha)}</td><td>{link}</td></tr>")  # fmt: skip
         out.append("</table>")
     out.append("</section>")
     return "".join(out)

@@ -13,7 +13,16 @@ from typing import IO
 from ..store.records import Event
 from .plan import EDIT_KINDS, STUB_KINDS, Plan, Space
 from .source import Item, Source, extra
-from .text import ANSI, ELISION, args_summary, count_lines, language, link_ids, parse_args
+from .text import (
+    ANSI,
+    ELISION,
+    args_summary,
+    count_lines,
+    files_read_rows,
+    language,
+    link_ids,
+    parse_args,
+)
 
 FOLD_AT = 30  # a result of more lines goes inside <details>
 MAX_CHARS = 1_000_000  # of one result's text in the file
@@ -174,22 +183,16 @@ class MdExport:
             x = extra(ev)
             out = [f'\n<a id="{p}b-{epoch}"></a>\n\n## ━━ compaction {epoch} ━━\n\n',
                    self.linked(space, epoch - 1, ev.text or ""), "\n\n"]  # fmt: skip
-            rows = x.get("rows") if isinstance(x.get("rows"), list) else []
+            rows = files_read_rows(x)
             if rows:
                 out.append("**Files read before this summary**\n\n| path | lines | sha | result |\n"
                            "|---|---|---|---|\n")  # fmt: skip
-                for r in rows:
-                    if not isinstance(r, dict):
-                        continue
-                    total = r.get("total")
-                    span = f"{r.get('first')}-{r.get('last')} of {total}" if total else "empty"
-                    rid = r.get("rid")
+                for path, span, sha, rid in rows:
                     link = ""
-                    if isinstance(rid, int):
+                    if rid is not None:
                         link = (self.link(space, epoch - 1, rid, space.ref(rid))
                                 if rid in space.epoch_of else space.ref(rid))  # fmt: skip
-                    path = self._one_line(str(r.get("path", "")))
-                    out.append(f"| `{path}` | {span} | `{str(r.get('sha', ''))[:8]}` | {link} |\n")
+                    out.append(f"| `{self._one_line(path)}` | {span} | `{sha}` | {link} |\n")
             out.append("\n---\n\n")
             return "".join(out)
         if ev.kind == "call":

@@ -102,6 +102,21 @@ def args_summary(tool: str, args: dict[str, Any]) -> str:
     return first_line(json.dumps(args, ensure_ascii=False, sort_keys=True), 200)
 
 
+def files_read_rows(extra: dict[str, Any]) -> list[tuple[str, str, str, int | None]]:
+    """A boundary's files-read table as (path, lines, sha, result id) rows, for either format."""
+    rows = extra.get("rows") if isinstance(extra.get("rows"), list) else []
+    out = []
+    for r in rows:
+        if not isinstance(r, dict):
+            continue
+        total = r.get("total")
+        span = f"{r.get('first')}-{r.get('last')} of {total}" if total else "empty"
+        rid = r.get("rid")
+        out.append((str(r.get("path", "")), span, str(r.get("sha", ""))[:8],
+                    rid if isinstance(rid, int) else None))  # fmt: skip
+    return out
+
+
 def count_lines(text: str) -> int:
     if not text:
         return 0
