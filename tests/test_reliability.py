@@ -24,6 +24,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,23 @@ def check_store(store: Path) -> None:
         assert bodies_without_event == 0
 
 
+def kill_after(proc: subprocess.Popen, lines: int, then: float) -> tuple[str, str]:
+    """SIGKILL `proc` `then` seconds after it has printed `lines` lines (or has ended); its
+    stdout and stderr. A thread reads its stdout meanwhile, so the wait is bounded."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out: list[str] = []
+    reading = threading.Thread(target=lambda: out.extend(iter(proc.stdout.readline, "")))
+    reading.start()
+    deadline = time.monotonic() + 120  # only a hang takes this long
+    while len(out) < lines and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(then)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    reading.join(timeout=30)
+    return "".join(out), proc.stderr.read()
+
+
 def _has_tables(store: Path) -> bool:
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
         found = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
@@ -147,10 +165,13 @@ async def test_sigkill_while_inserting_loses_nothing_committed(tmp_path: Path) -
     kills = 0
     for round_no in range(14):
         proc = spawn(script, store, ws, sid, f"r{round_no}", -1)
-        # From just after start (the store may be mid-creation) to well into the loop.
-        time.sleep(rng.uniform(0.05, 1.2))
-        proc.send_signal(signal.SIGKILL)
-        stdout, stderr = proc.communicate(timeout=30)
+        # Some rounds are killed just after the start (the store may be mid-creation), the others
+        # once the child has committed a drawn number of results (up to the 300 KB and 9 MB
+        # ones), a moment into the next: timed by its progress, not the clock, so an idle machine
+        # and a loaded one kill at the same points of the loop.
+        early = rng.random() < 0.3
+        stdout, stderr = kill_after(proc, 0 if early else rng.randint(1, 60),
+                                    rng.uniform(0.0, 0.3) if early else rng.uniform(0.0, 0.05))
         assert proc.returncode in (-signal.SIGKILL, 0), stderr
         kills += proc.returncode == -signal.SIGKILL
         lines = committed_lines(stdout)
