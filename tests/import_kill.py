@@ -16,10 +16,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxview.backend.importers.runner import COMMIT_SECONDS
 from import_compare import counts, differences, dump
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,14 +114,6 @@ class Rounds:
     differences: list[str] = field(default_factory=list)
 
 
-def startup_seconds() -> float:
-    """How long the command takes to start (interpreter, imports) on this machine now."""
-    t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "--help"], check=True,
-                   capture_output=True, env=_env(), timeout=60)  # fmt: skip
-    return time.monotonic() - t0
-
-
 def clean_import(store: Path, source: Path) -> float:
     t0 = time.monotonic()
     subprocess.run(command(store, "import", str(source)), check=True, capture_output=True,
@@ -133,21 +127,16 @@ def kill_import(work: Path, source: Path, rounds: int, seed: int) -> Rounds:
     clean, killed = work / "clean.db", work / "killed.db"
     out = Rounds()
     out.clean_seconds = clean_import(clean, source)
-    start = startup_seconds()
     size = source.stat().st_size
     for _ in range(rounds):
-        before = import_offset(killed, source)
         proc = subprocess.Popen(command(killed, "import", str(source)), env=_env(),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        # Once this run has committed (however slowly a loaded machine starts it), a moment while
-        # it still has work: what is left of the file, at the clean rate.
-        wait_until = time.monotonic() + 60
-        while (proc.poll() is None and import_offset(killed, source) <= before
-               and time.monotonic() < wait_until):
-            time.sleep(0.02)
-        now = import_offset(killed, source)
-        left = (size - now) / size * max(0.1, out.clean_seconds - start)
-        time.sleep(rng.uniform(0.0, 0.8) * left)
+        # Timed by the run's progress, not the clock (an idle machine finished runs that a
+        # sleep scaled from the clean import's time meant to cut): once it has committed once,
+        # or twice, a moment into its next transaction, which lasts COMMIT_SECONDS.
+        for _commit in range(rng.randint(1, 2)):
+            _wait_commit(proc, killed, source)
+        time.sleep(rng.uniform(0.0, 0.8 * COMMIT_SECONDS))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         out.rounds += 1
@@ -158,6 +147,15 @@ def kill_import(work: Path, source: Path, rounds: int, seed: int) -> Rounds:
     return out
 
 
+def _wait_commit(proc: subprocess.Popen, store: Path, source: Path, timeout: float = 120) -> None:
+    """Until `proc` has committed once more (the import offset moved) or has ended."""
+    before = import_offset(store, source)
+    deadline = time.monotonic() + timeout  # only a hang takes this long
+    while (proc.poll() is None and import_offset(store, source) == before
+           and time.monotonic() < deadline):  # fmt: skip
+        time.sleep(0.01)
+
+
 def _wait_offset(store: Path, source: Path, size: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -165,6 +163,27 @@ def _wait_offset(store: Path, source: Path, size: int, timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+class _Said:
+    """What a process writes to stderr, read by a thread (so a wait for a line is bounded)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        assert proc.stderr is not None
+        self.proc = proc
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=lambda: self.lines.extend(proc.stderr))
+        self._thread.start()
+
+    def wait_for(self, start: str, timeout: float = 120) -> None:
+        """Until a line starts with `start` or the process has ended (only a hang takes long)."""
+        deadline = time.monotonic() + timeout
+        while (not any(line.startswith(start) for line in self.lines)
+               and self.proc.poll() is None and time.monotonic() < deadline):  # fmt: skip
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        self._thread.join(timeout=30)
 
 
 def _line_start(data: bytes, at: int) -> int:
@@ -182,27 +201,37 @@ def kill_follow(work: Path, full: Path, rounds: int, seed: int, backlog: float =
     out = Rounds()
     out.clean_seconds = clean_import(clean, full)
     data = full.read_bytes()
-    start = startup_seconds()
     # It starts on a file already holding most of the session (what follow finds when it is
     # started late, or restarted after a while): the first kill lands in that catch-up.
     pos = _line_start(data, int(len(data) * backlog))
     live.write_bytes(data[:pos])
     follow = follow_command(killed, live)
     for n_round in range(rounds):
-        proc = subprocess.Popen(follow, env=_env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        # Append a random slice in a few writes, cut anywhere (mid-line too), while it runs.
-        catch_up = backlog * out.clean_seconds if n_round == 0 else 0.0
-        deadline = time.monotonic() + start + rng.uniform(0.0, 1.0) * catch_up + \
-            rng.uniform(0.0, 1.0)  # fmt: skip
-        while time.monotonic() < deadline and pos < len(data):
+        proc = subprocess.Popen(follow, env=_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        # Timed by what it says and by our writes, not by the clock: once it is following (it
+        # says so first, however slowly a loaded machine starts it), the first round is killed
+        # in its catch-up, each round after a few random slices appended (cut anywhere, mid-line
+        # too), either at once after the last one (so still to be taken in) or a moment later.
+        said = _Said(proc)
+        said.wait_for("Following ")
+        if n_round == 0:
+            time.sleep(rng.uniform(0.0, 0.4))
+        at_once = rng.random() < 0.5
+        for n_write in range(rng.randint(1, 5)):
+            if pos >= len(data):
+                break
+            if n_write:
+                time.sleep(rng.uniform(0.0, 0.2))
             n = rng.randint(1, max(1, len(data) // (rounds * 4)))
             with open(live, "ab") as f:
                 f.write(data[pos : pos + n])
             pos += n
-            time.sleep(rng.uniform(0.0, 0.2))
+        if not at_once:
+            time.sleep(rng.uniform(0.0, 0.5))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        said.close()
         out.rounds += 1
         after = import_offset(killed, live)
         out.mid_import += after < pos  # it had not caught up: killed mid-work
