@@ -42,7 +42,9 @@ def _alive(token: str) -> list[int]:
     return found
 
 
-def _gone(token: str, within: float = 1.0) -> bool:
+def _gone(token: str, within: float = 10.0) -> bool:
+    """Gone within `within` seconds (it returns as soon as they are; the bound is for a loaded
+    machine, where a killed process can take a while to be scheduled to exit)."""
     deadline = time.monotonic() + within
     while _alive(token):
         if time.monotonic() > deadline:
@@ -86,8 +88,8 @@ async def test_nothing_the_command_starts_outlives_the_call(tmp_path: Path, kind
             shown = await session.run("bash", {"command": command, "timeout": 60})
             took = time.monotonic() - start
             assert shown.startswith("[#1000]\nstarted\n"), shown
-            assert took < 10, f"the call waited {took:.1f} s for a child"
-            assert _gone(token, within=0.5), f"{kind}: still running after the call"
+            assert took < 30, f"the call waited {took:.1f} s for a child"  # its timeout: 60 s
+            assert _gone(token), f"{kind}: still running after the call"
             assert "Ended what the command left running: " in shown
             if kind != "daemon":  # the daemon may be seen before its exec, as python
                 assert f"sleep {token}" in shown
@@ -102,8 +104,9 @@ async def test_the_timeout_kills_everything_even_a_setsid_child(tmp_path: Path) 
         async with workspace_and_writer(tmp_path, {}) as (ws, writer):
             session = await Session.start(writer, ws)
             shown = await session.run("bash", {"command": f"setsid sleep {token} & echo up; "
-                                                          "sleep 30", "timeout": 1})  # fmt: skip
-            assert shown == "[#1000]\nup\nThe command timed out after 1 s and was stopped."
+                                                          "sleep 30", "timeout": 3})  # fmt: skip
+            # 3 s, not 1: the runner (an interpreter) and bash start slowly on a loaded machine.
+            assert shown == "[#1000]\nup\nThe command timed out after 3 s and was stopped."
             assert _gone(token), "the setsid child survived the timeout"
             await session.end()
     finally:
@@ -118,7 +121,7 @@ async def test_background_is_kept_listed_and_ended_with_the_session(tmp_path: Pa
             start = time.monotonic()
             shown = await session.run("bash", {"command": f"setsid sleep {token} & echo up",
                                                "background": True})  # fmt: skip
-            assert time.monotonic() - start < 10
+            assert time.monotonic() - start < 30
             assert session.last is not None
             data = session.last.data
             [pid] = _alive(token)
@@ -178,7 +181,7 @@ def test_a_killed_engine_takes_its_background_processes_with_it(tmp_path: Path) 
         assert _alive(token)
         engine.kill()  # SIGKILL: no cleanup code of the engine runs
         engine.wait()
-        assert _gone(token, within=5), "a background process outlived the engine"
+        assert _gone(token, within=20), "a background process outlived the engine"
     finally:
         engine.kill()
         engine.wait()
@@ -191,8 +194,8 @@ async def test_a_background_call_that_times_out_leaves_no_log(tmp_path: Path) ->
     logs = set(Path(tempfile.gettempdir()).glob("ctxview-bash-*.log"))
     async with workspace_and_writer(tmp_path, {}) as (ws, writer):
         session = await Session.start(writer, ws)
-        shown = await session.run("bash", {"command": "echo up; sleep 30", "timeout": 1,
+        shown = await session.run("bash", {"command": "echo up; sleep 30", "timeout": 3,
                                            "background": True})  # fmt: skip
-        assert shown == "[#1000]\nup\nThe command timed out after 1 s and was stopped."
+        assert shown == "[#1000]\nup\nThe command timed out after 3 s and was stopped."
         await session.end()
     assert set(Path(tempfile.gettempdir()).glob("ctxview-bash-*.log")) == logs
