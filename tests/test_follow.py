@@ -21,8 +21,9 @@ SID = "cc-11111111-2222-3333-4444-555555555555"
 LINES = FIXTURE.read_bytes().splitlines(keepends=True)
 
 
-async def wait_for_results(store: Path, n: int, timeout: float = 10.0) -> int:
-    """Poll the store (as a viewer would) until the session has `n` results."""
+async def wait_for_results(store: Path, n: int, timeout: float = 60.0) -> int:
+    """Poll the store (as a viewer would) until the session has `n` results (the bound is for
+    a loaded machine, where the `ctxview follow` process alone can take seconds to start)."""
     deadline = time.monotonic() + timeout
     got = -1
     while time.monotonic() < deadline:
@@ -62,7 +63,7 @@ async def test_follow_imports_appended_lines(tmp_path: Path) -> None:
         assert await wait_for_results(store, 13) == 13
     finally:
         stop.set()
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, 30)
         await writer.close()
     assert len(batches) >= 4 and all(b.session == SID for b in batches)
     assert [p.line for b in batches for p in b.problems] == [13, 14, 15, 16]
@@ -80,7 +81,7 @@ async def test_follow_restart_no_duplicates(tmp_path: Path) -> None:
             assert await wait_for_results(store, want) == want
         finally:
             stop.set()
-            await asyncio.wait_for(task, 5)
+            await asyncio.wait_for(task, 30)
             await writer.close()
         append(src, b"".join(LINES[25:]))  # written while nobody follows
     async with await Reader.open(store) as reader:
@@ -103,7 +104,7 @@ def test_ctxview_follow_command(tmp_path: Path) -> None:
         assert asyncio.run(wait_for_results(store, 13)) == 13
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert f"Following {src}" in err
     assert f"→ {SID}" in err and "4 records skipped" in err
@@ -124,7 +125,7 @@ async def test_follow_takes_sub_agents_along(tmp_path: Path) -> None:
         folder = tmp_path / SID[3:] / "subagents"
         folder.mkdir(parents=True)
         (folder / agent_src.name).write_bytes(agent_src.read_bytes())
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         row = None
         while time.monotonic() < deadline and row is None:
             await asyncio.sleep(0.05)
@@ -135,7 +136,7 @@ async def test_follow_takes_sub_agents_along(tmp_path: Path) -> None:
         assert await wait_for_results(store, 13) == 13
     finally:
         stop.set()
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, 30)
         await writer.close()
     async with await Reader.open(store) as reader:
         row = await reader.session("cc-a1b2c3d")

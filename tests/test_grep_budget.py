@@ -54,9 +54,9 @@ async def test_a_catastrophic_regex_stops_at_the_budget_and_the_loop_keeps_ticki
         print(f"ReDoS grep: {took:.2f} s, {beats} heartbeats, longest gap {gap * 1000:.0f} ms")
         # a.txt's match was found before b.txt's search that never ends: it is kept.
         assert shown == "[#1000]\na.txt:1: hit a\nStopped after 2 s: results so far."
-        assert 2 <= took < 6
+        assert 2 <= took < 20  # stopped at its budget; without one it runs for minutes
         assert gap < MAX_GAP
-        assert beats > 50
+        assert beats > 20  # 200 on an idle machine; a loaded one wakes the loop less often
         # The worker was killed; the next search gets a new one and finishes.
         shown = await session.run("grep", {"pattern": "^hit"})
         assert shown == "[#1001]\na.txt:1: hit a"
