@@ -13,7 +13,7 @@ import hashlib
 import json
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +126,13 @@ class Session:
         `next_rid`. The engine's state becomes what `resume` would build; the context as sent
         is rebuilt from the store when next asked for."""
         self._take_in(events)
-        self._next_rid = max(self._next_rid, next_rid)
+        self.advance_ids(next_rid)
         self._context_stale = True
+
+    def advance_ids(self, next_rid: int) -> None:
+        """Another writer of this session (an import beside a hook) took ids up to `next_rid`
+        (the session's stored `next_rid`): the next id this one gives is not below it."""
+        self._next_rid = max(self._next_rid, next_rid)
 
     def _take_in(self, events: Iterable[Event]) -> None:
         """Stored results and compactions into the dedupe table (rebuilt from the results since
@@ -214,13 +219,44 @@ class Session:
         call_ref: str | None = None,
         seen: int | None = None,
         ts: float | None = None,
+        host_form: Callable[[Result], str] | None = None,
     ) -> str:
         """Insert a read the harness made (an importer knows the lines, their range, the file's
-        length and a hash standing for its content): the same §1/§2 rules as `run("read")`."""
+        length and a hash standing for its content): the same §1/§2 rules as `run("read")`.
+
+        `host_form`, for a host that shows a read in a form of its own (Claude Code numbers the
+        lines itself): from the result as the rules built it (its `rkind`, its `shown`), the
+        text the model is given instead; that text is what is stored as shown and returned."""
         ref = call_ref or self._call_ref()
         ts = ts if ts is not None else time.time()
         result = self._read_result(path, key, first, lines, total, sha)
+        if host_form is not None:
+            result.shown = host_form(result)
         await self._store(result, ref, seen, ts, call=self._call_event(ts, "read", args, ref))
+        return result.shown
+
+    async def insert_beside(
+        self,
+        tool: str,
+        args: dict[str, Any] | None,
+        output: str,
+        line: Callable[[str], str],
+        *,
+        call_ref: str | None = None,
+        seen: int | None = None,
+        ts: float | None = None,
+    ) -> str:
+        """Insert the output of a tool whose host keeps giving the model its own rendering and
+        only lets a harness add a line beside it (Claude Code: a failed call's error, an output
+        of a shape that cannot be replaced). The output gets an id and is stored in full, never
+        compared with earlier results; what the model is given, stored as shown and returned,
+        is `line(ref)` for its id `ref` (`#1a2b`)."""
+        args = dict(args or {})
+        ref = call_ref or self._call_ref()
+        ts = ts if ts is not None else time.time()
+        result = self._generic(tool, output)
+        result.shown = line(self.ref(result.rid))
+        await self._store(result, ref, seen, ts, call=self._call_event(ts, tool, args, ref))
         return result.shown
 
     async def insert_edit(
