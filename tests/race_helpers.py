@@ -4,12 +4,15 @@ engine runs one tool on that path again and again. Every call is followed by a l
 any change there is an outside write (counted and put back), any outside text in a result or
 brought into the workspace is an outside read.
 
-Used by tests/test_workspace_race.py (a few seconds per tool) and bench/bench_workspace_race.py
-(ten seconds or more per tool).
+Used by tests/test_workspace_race.py (every case at once, each with its own workspace, outside
+folder and swapper, in one window of ten seconds or more: `race_all`) and
+bench/bench_workspace_race.py (one case after another, ten seconds or more each: `race`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -29,9 +32,16 @@ MARK = "SECRET"  # in the victim's text and in a file name outside: seen in a re
 # The swapper, a second process. file mode: ws/t.txt is a fresh regular file, then a symlink
 # to ../outside/t.txt, each put in place by an atomic rename. dir mode: ws/d is a folder holding
 # t.txt, then a symlink to ../outside, exchanged atomically (renameat2 RENAME_EXCHANGE).
+# It says "ready" after its first swap and, on SIGTERM, how many swaps it made.
 SWAPPER = r"""
-import ctypes, os, sys
+import ctypes, os, signal, sys
 ws, swap, mode, inside = sys.argv[1:5]
+swaps = 0
+def stop(*_):
+    sys.stdout.write(f"{swaps}\n")
+    sys.stdout.flush()
+    os._exit(0)
+signal.signal(signal.SIGTERM, stop)
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 def exchange(a, b):
@@ -50,15 +60,24 @@ if mode == "file":
         except FileExistsError:
             pass
         os.replace(l, target)
+        swaps += 2
+        if swaps == 2:
+            print("ready", flush=True)
 else:
     d, alt = os.path.join(ws, "d"), os.path.join(swap, "alt")
     while True:
         exchange(d, alt)  # d: the symlink
         for name in os.listdir(alt):  # the real folder, now aside: back to one fresh t.txt
             if name != "t.txt":
-                os.unlink(os.path.join(alt, name))
+                try:
+                    os.unlink(os.path.join(alt, name))
+                except FileNotFoundError:  # a tool's temporary file, renamed meanwhile
+                    pass
         fresh(os.path.join(alt, "t.txt"))
         exchange(d, alt)  # d: the real folder
+        swaps += 2
+        if swaps == 2:
+            print("ready", flush=True)
 """
 
 
@@ -99,11 +118,15 @@ class Figures:
     outside_writes: int = 0
     outside_reads: int = 0
     seconds: float = 0.0
+    swaps: int = 0  # the swapper's renames in that time
+
+    stopped: str = ""  # the swapper's error, when it ended before it was told to
 
     def line(self) -> str:
         return (f"{self.case:12} {self.mode:4} {self.calls:7} calls ({self.answered} answered) "
-                f"in {self.seconds:5.1f} s: {self.outside_writes} outside writes, "
-                f"{self.outside_reads} outside reads")  # fmt: skip
+                f"in {self.seconds:5.1f} s, {self.swaps:8} swaps: {self.outside_writes} outside "
+                f"writes, {self.outside_reads} outside reads"
+                + (f"; the swapper stopped: {self.stopped}" if self.stopped else ""))  # fmt: skip
 
 
 def _outside_state(outside: Path) -> dict[str, tuple[int, int, bytes]]:
@@ -122,49 +145,97 @@ def _make_outside(outside: Path) -> dict[str, tuple[int, int, bytes]]:
     return _outside_state(outside)
 
 
+class _Arena:
+    """One case's workspace, outside folder and swapper."""
+
+    def __init__(self, tmp: Path, case: str, mode: str) -> None:
+        self.tmp, self.ws, self.outside = tmp, tmp / "ws", tmp / "outside"
+        swap = tmp / "swap"
+        for d in (self.ws, self.outside, swap):
+            d.mkdir(parents=True)
+        self.baseline = _make_outside(self.outside)
+        if mode == "file":
+            (self.ws / "t.txt").write_text(INSIDE)
+        else:
+            (self.ws / "d").mkdir()
+            (self.ws / "d" / "t.txt").write_text(INSIDE)
+            os.symlink("../outside", swap / "alt")  # ws/d's other self (relative to ws/)
+        self.tool, self.args = cases(mode)[case]
+        self.figures = Figures(case, mode)
+        with open(tmp / "swapper.err", "w") as err:  # why a swapper stopped, if one does
+            self.swapper = subprocess.Popen(
+                [sys.executable, "-c", SWAPPER, str(self.ws), str(swap), mode, INSIDE],
+                stdout=subprocess.PIPE, stderr=err, text=True)  # fmt: skip
+
+    def wait_ready(self) -> None:
+        assert self.swapper.stdout is not None
+        if self.swapper.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"the swapper of {self.figures.case} did not start")
+
+    async def run(self, session: Session, start: float, seconds: float) -> None:
+        figures = self.figures
+        while time.monotonic() - start < seconds:
+            shown = await session.run(self.tool, self.args)
+            figures.calls += 1
+            if session.last is not None and session.last.rkind != "error":
+                figures.answered += 1
+            leaked = MARK in shown
+            for extra in ("m.txt", "d/m.txt", "d/new.txt"):
+                with _quiet():
+                    if MARK in (self.ws / extra).read_text():
+                        leaked = True
+                    os.unlink(self.ws / extra)
+            figures.outside_reads += leaked
+            now = _outside_state(self.outside)
+            if now != self.baseline:
+                figures.outside_writes += 1
+                self.baseline = _make_outside(self.outside)
+            await asyncio.sleep(0)  # the other cases' turns, when several run at once
+        figures.seconds = time.monotonic() - start
+
+    def stop(self) -> None:
+        """End the swapper; its count of swaps into the figures."""
+        if self.swapper.poll() is None:
+            self.swapper.send_signal(signal.SIGTERM)
+        else:
+            err = (self.tmp / "swapper.err").read_text().strip().splitlines()
+            self.figures.stopped = err[-1] if err else f"exit {self.swapper.returncode}"
+        try:
+            out, _ = self.swapper.communicate(timeout=10)
+            self.figures.swaps = int(out.split()[-1]) if out.split() else 0
+        except (subprocess.TimeoutExpired, ValueError):
+            self.swapper.kill()
+            self.swapper.wait()
+
+
+async def race_all(runs: list[tuple[Path, str, str]], seconds: float) -> list[Figures]:
+    """Run every (folder, case, mode) of `runs` at once, each against its own swapper, in one
+    window of `seconds`; their figures."""
+    arenas: list[_Arena] = []
+    try:
+        for tmp, case, mode in runs:
+            arenas.append(_Arena(tmp, case, mode))
+        for arena in arenas:
+            arena.wait_ready()
+        async with contextlib.AsyncExitStack() as stack:
+            sessions = []
+            for arena in arenas:
+                writer = await stack.enter_async_context(await Writer.open(arena.tmp / "s.db"))
+                sessions.append(await Session.start(writer, arena.ws, title="race"))
+            start = time.monotonic()
+            pairs = zip(arenas, sessions, strict=True)
+            await asyncio.gather(*(arena.run(session, start, seconds) for arena, session in pairs))
+            for session in sessions:
+                await session.end()
+    finally:
+        for arena in arenas:
+            arena.stop()
+    return [arena.figures for arena in arenas]
+
+
 async def race(tmp: Path, case: str, mode: str, seconds: float) -> Figures:
     """Run `case` against the swapper for `seconds`; the figures."""
-    ws, outside, swap = tmp / "ws", tmp / "outside", tmp / "swap"
-    for d in (ws, outside, swap):
-        d.mkdir()
-    baseline = _make_outside(outside)
-    if mode == "file":
-        (ws / "t.txt").write_text(INSIDE)
-    else:
-        (ws / "d").mkdir()
-        (ws / "d" / "t.txt").write_text(INSIDE)
-        os.symlink("../outside", swap / "alt")  # ws/d's other self (relative to ws/)
-    tool, args = cases(mode)[case]
-    figures = Figures(case, mode)
-    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(ws), str(swap), mode, INSIDE],
-                               stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        async with await Writer.open(tmp / "s.db") as writer:
-            session = await Session.start(writer, ws, title="race")
-            time.sleep(0.05)  # the swapper is under way
-            start = time.monotonic()
-            while time.monotonic() - start < seconds:
-                shown = await session.run(tool, args)
-                figures.calls += 1
-                if session.last is not None and session.last.rkind != "error":
-                    figures.answered += 1
-                leaked = MARK in shown
-                for extra in ("m.txt", "d/m.txt", "d/new.txt"):
-                    with _quiet():
-                        if MARK in (ws / extra).read_text():
-                            leaked = True
-                        os.unlink(ws / extra)
-                figures.outside_reads += leaked
-                now = _outside_state(outside)
-                if now != baseline:
-                    figures.outside_writes += 1
-                    baseline = _make_outside(outside)
-            figures.seconds = time.monotonic() - start
-            await session.end()
-    finally:
-        swapper.send_signal(signal.SIGKILL)
-        swapper.wait()
-    return figures
+    return (await race_all([(tmp, case, mode)], seconds))[0]
 
 
 class _quiet:
