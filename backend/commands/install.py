@@ -16,12 +16,17 @@ HOSTS = {"claude-code": "install_claude", "codex": "codex_install"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("host", choices=sorted(HOSTS), help="the agent to set up")
+    host_arguments(parser, "the agent to set up", "your user config, for every project")
+
+
+def host_arguments(parser: argparse.ArgumentParser, host_help: str, user_help: str) -> None:
+    """HOST [--project | --user]: the arguments install and uninstall share."""
+    parser.add_argument("host", choices=sorted(HOSTS), help=host_help)
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument("--project", dest="scope", action="store_const", const="project",
                        help="this folder's config (the default)")  # fmt: skip
     scope.add_argument("--user", dest="scope", action="store_const", const="user",
-                       help="your user config, for every project")  # fmt: skip
+                       help=user_help)  # fmt: skip
     parser.set_defaults(scope="project")
 
 

@@ -6,17 +6,11 @@ import argparse
 from pathlib import Path
 
 from ..agents.install_claude import InstallError
-from .install import HOSTS, host_module, report
+from .install import host_arguments, host_module, report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("host", choices=sorted(HOSTS), help="the agent to restore")
-    scope = parser.add_mutually_exclusive_group()
-    scope.add_argument("--project", dest="scope", action="store_const", const="project",
-                       help="this folder's config (the default)")  # fmt: skip
-    scope.add_argument("--user", dest="scope", action="store_const", const="user",
-                       help="your user config")  # fmt: skip
-    parser.set_defaults(scope="project")
+    host_arguments(parser, "the agent to restore", "your user config")
 
 
 def run(args: argparse.Namespace) -> int:
