@@ -25,7 +25,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
 
-from .install_claude import InstallError
+from .install_claude import InstallError, write_atomic
 
 SERVER = "ctxview"
 SIDECAR = "ctxview-install.json"
@@ -92,14 +92,14 @@ class Plan:
                 self.config.unlink(missing_ok=True)
                 self.removed.append(self.config)
             else:
-                _write_atomic(self.config, text)
+                write_atomic(self.config, text)
                 written.append(self.config)
         side = self.config.with_name(SIDECAR)
         if self.sidecar_after != self.sidecar:
             if self.sidecar_after is None:
                 side.unlink(missing_ok=True)
             else:
-                _write_atomic(side, json.dumps(self.sidecar_after, indent=2) + "\n")
+                write_atomic(side, json.dumps(self.sidecar_after, indent=2) + "\n")
         return written
 
 
@@ -202,12 +202,3 @@ def _plain(value: Any) -> Any:
 
 def _shown(entry: dict[str, Any]) -> str:
     return " ".join([entry["command"], *entry["args"]])
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".ctxview-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    if path.exists():
-        os.chmod(tmp, path.stat().st_mode & 0o777)
-    os.replace(tmp, path)

@@ -82,14 +82,19 @@ class Plan:
                 continue
             if self.before.get(path) is None and not data:
                 continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".ctxview-tmp")
-            tmp.write_text(text, encoding="utf-8")
-            if path.exists():
-                os.chmod(tmp, path.stat().st_mode & 0o777)
-            os.replace(tmp, path)
+            write_atomic(path, text)
             written.append(path)
         return written
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """A host's config file replaced whole (never half-written), keeping its permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".ctxview-tmp")
+    tmp.write_text(text, encoding="utf-8")
+    if path.exists():
+        os.chmod(tmp, path.stat().st_mode & 0o777)
+    os.replace(tmp, path)
 
 
 def _same(text: str | None, data: dict[str, Any]) -> bool:
