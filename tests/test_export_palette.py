@@ -23,11 +23,14 @@ async def test_palette_exports_the_session(tmp_path: Path, monkeypatch: pytest.M
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause(0.3)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        for _ in range(150):  # a fixed pause was too short on a loaded machine: wait for it
+            await pilot.pause(0.2)
+            if isinstance(app.screen, CommandPalette):
+                break
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"export")
         shown: list[str] = []
-        for _ in range(50):  # the palette searches in the background
+        for _ in range(150):  # the palette searches in the background
             await pilot.pause(0.2)
             options = app.screen.query_one(OptionList)
             shown = [str(options.get_option_at_index(i).prompt)

@@ -13,7 +13,7 @@ from ctxview.viewer.messages import Jump, OpenResult, OpenSession
 from ctxview.viewer.palette import describe_args
 from textual.command import CommandPalette
 from textual.message import Message
-from textual.widgets import OptionList
+from viewer_helpers import palette_search, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -32,17 +32,15 @@ async def newest(store: Path, session: str, column: str, value: str) -> int:
     return max(r for r in rids if r is not None)
 
 
-async def pick(app: CtxviewApp, pilot, query: str) -> list[str]:  # type: ignore[no-untyped-def]
-    """Open the palette, type `query`, return the hits shown, then choose the first."""
+async def pick(app: CtxviewApp, pilot, query: str, want) -> list[str]:  # type: ignore[no-untyped-def]
+    """Open the palette, type `query`, wait for the hits `want` accepts, return them, then choose
+    the first and wait for the palette to close."""
+    await wait_for(pilot, lambda: app.screen.query("*"))  # the first screen is up
     await pilot.press("ctrl+p")
-    await pilot.pause(0.2)
-    assert isinstance(app.screen, CommandPalette)
-    await pilot.press(*query)
-    await pilot.pause(0.6)
-    options = app.screen.query_one(OptionList)
-    shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+    shown = await palette_search(pilot, query, want)
     await pilot.press("enter")
-    await pilot.pause(0.2)
+    await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette))
+    await pilot.pause()
     return shown
 
 
@@ -62,10 +60,10 @@ async def test_an_id_jumps_there(demo_store: tuple[Path, str], typed: str) -> No
     seen, hook = recorder()
     app = CtxviewApp(store, session=session, watch=False)
     async with app.run_test(size=(120, 30), message_hook=hook) as pilot:  # type: ignore[arg-type]
-        await pilot.pause(0.3)
-        shown = await pick(app, pilot, typed)
+        shown = await pick(app, pilot, typed, lambda hits: hits and "Jump to #1005" in hits[0])
         assert "Jump to #1005" in shown[0] and "bash" in shown[0]
         assert any("Open #1005 in full" in s for s in shown)
+        await wait_for(pilot, lambda: any(isinstance(m, Jump) for m in seen))
     jumps = [m for m in seen if isinstance(m, Jump)]
     assert [(j.session_id, j.rid) for j in jumps] == [(session, 0x1005)]
 
@@ -81,9 +79,9 @@ async def test_a_path_or_tool_jumps_to_its_newest_result(
     seen, hook = recorder()
     app = CtxviewApp(store, session=session, watch=False)
     async with app.run_test(size=(120, 30), message_hook=hook) as pilot:  # type: ignore[arg-type]
-        await pilot.pause(0.3)
-        shown = await pick(app, pilot, typed)
+        shown = await pick(app, pilot, typed, lambda hits: hits and value in hits[0])
         assert shown and value in shown[0]
+        await wait_for(pilot, lambda: any(isinstance(m, Jump) for m in seen))
     expected = await newest(store, session, column, value)
     assert [m.rid for m in seen if isinstance(m, Jump)] == [expected]
 
@@ -92,8 +90,7 @@ async def test_words_of_a_call_find_it(demo_store: tuple[Path, str]) -> None:
     store, session = demo_store
     app = CtxviewApp(store, session=session, watch=False)
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause(0.3)
-        shown = await pick(app, pilot, "run_tests -v")
+        shown = await pick(app, pilot, "run_tests -v", lambda hits: hits)
         assert any("python3 -B run_tests.py -v" in s and "#1005" in s for s in shown)
 
 
@@ -102,9 +99,9 @@ async def test_on_the_session_list_it_finds_sessions(demo_store: tuple[Path, str
     seen, hook = recorder()
     app = CtxviewApp(store, watch=False)
     async with app.run_test(size=(120, 30), message_hook=hook) as pilot:  # type: ignore[arg-type]
-        await pilot.pause(0.3)
-        shown = await pick(app, pilot, "discount code")
+        shown = await pick(app, pilot, "discount code", lambda hits: hits)
         assert "Fix: cart total wrong with a discount code" in shown[0]
+        await wait_for(pilot, lambda: any(isinstance(m, OpenSession) for m in seen))
     assert [m.session_id for m in seen if isinstance(m, OpenSession)] == [session]
 
 
@@ -123,16 +120,14 @@ async def test_question_mark_shows_the_keys_and_closes(demo_store: tuple[Path, s
     store, _ = demo_store
     app = CtxviewApp(store, watch=False)
     async with app.run_test(size=(100, 40)) as pilot:
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.screen.query("*"))
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, HelpScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         table = app.screen.query_one("#help-keys", Static)
-        assert table.size.height >= sum(len(rows) for _, rows in KEYS)
+        await wait_for(pilot, lambda: table.size.height >= sum(len(rows) for _, rows in KEYS))
         # Keys of the screen below that the fixed list lacks are listed too (not scrolling).
         others = app.screen._others()
         assert ("r", "reload") in others
         assert not any(what in ("up", "down", "page up") for _, what in others)
         await pilot.press("escape")
-        await pilot.pause(0.1)
-        assert not isinstance(app.screen, HelpScreen)
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))

@@ -23,7 +23,7 @@ async def make_store(path: Path, session: str, title: str, texts: list[str]) -> 
                                       for t in texts])  # fmt: skip
 
 
-async def until(pilot: Pilot, check, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+async def until(pilot: Pilot, check, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {check}"

@@ -15,6 +15,7 @@ from pygments.styles import get_style_by_name
 from textual.color import Color
 from textual.command import CommandPalette
 from textual.widgets import OptionList
+from viewer_helpers import palette_search, wait_for
 
 from ctxview import themes
 
@@ -79,20 +80,17 @@ async def test_the_picker_lists_them_and_picking_one_works(store: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         assert app.theme == themes.DEFAULT
         app.search_themes()
-        await pilot.pause(0.3)
+        shown = await palette_search(pilot, "ctxview", lambda hits: all(
+            any(name in text for text in hits) for name in themes.THEMES))  # fmt: skip
         assert isinstance(app.screen, CommandPalette)
-        await pilot.press(*"ctxview")
-        await pilot.pause(0.5)
         options = app.screen.query_one(OptionList)
-        shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         for name in themes.THEMES:
             assert any(name in text for text in shown), (name, shown)
         # Pick the light one: the app's theme and its pygments style follow.
         light = next(i for i, text in enumerate(shown) if "ctxview-light" in text)
         options.highlighted = light
         await pilot.press("enter")
-        await pilot.pause(0.3)
-        assert app.theme == "ctxview-light"
+        await wait_for(pilot, lambda: app.theme == "ctxview-light")
         assert app.get_css_variables()["ctx-diff-add"] == "#116329"
 
 

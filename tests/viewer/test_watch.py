@@ -56,11 +56,15 @@ async def test_watchfiles_sees_another_process_commit(tmp_path: Path) -> None:
     watcher = StoreWatcher(path, reader, lambda: seen.append(time.monotonic()), poll=3600)
     watcher.start()
     try:
-        await asyncio.sleep(0.3)  # the watch is set up
-        seen.clear()
-        subprocess.run([sys.executable, "-c", COMMIT, str(path)], check=True, timeout=60,
-                       cwd=Path(__file__).resolve().parents[2])  # fmt: skip
-        await _wait(seen, 3.0)
+        # The watch is set up in its own thread, with nothing to say when it is: a commit made
+        # before that is not seen (and the poll is an hour), so commit again until one is.
+        for _ in range(5):
+            seen.clear()
+            subprocess.run([sys.executable, "-c", COMMIT, str(path)], check=True, timeout=60,
+                           cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+            await _wait(seen, 10.0)
+            if seen:
+                break
         assert seen, "no notification from watchfiles"
     finally:
         await watcher.stop()
@@ -78,7 +82,7 @@ async def test_data_version_poll_is_a_backstop(tmp_path: Path) -> None:
         assert not seen
         subprocess.run([sys.executable, "-c", COMMIT, str(path)], check=True, timeout=60,
                        cwd=Path(__file__).resolve().parents[2])  # fmt: skip
-        await _wait(seen, 3.0)
+        await _wait(seen, 30.0)  # 50 ms polls: the bound is for a hang only
         assert seen, "the data_version poll missed a commit"
     finally:
         watcher._stop.set()

@@ -8,16 +8,48 @@ from collections.abc import Callable
 
 from ctxview.viewer.render.outline import Block
 from ctxview.viewer.widgets.transcript_view import TranscriptView
+from textual.command import CommandPalette
 from textual.pilot import Pilot
+from textual.widgets import Input, OptionList
 
 
-async def wait_for(pilot: Pilot, check: Callable[[], object], timeout: float = 5.0) -> None:
-    """Poll `check` between frames until it is true; fail after `timeout` seconds."""
+async def wait_for(pilot: Pilot, check: Callable[[], object], timeout: float = 30.0) -> None:
+    """Poll `check` between frames until it is true; fail after `timeout` seconds (a bound for
+    a loaded machine, where loading a transcript can take several times as long)."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {check}")
         await pilot.pause(0.02)
+
+
+def palette_shown(pilot: Pilot) -> list[str]:
+    """The hits the open command palette lists."""
+    options = pilot.app.screen.query_one(OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def palette_search(
+    pilot: Pilot, query: str, want: Callable[[list[str]], object], timeout: float = 30.0
+) -> list[str]:
+    """Type `query` into the open command palette; its hits once its search has finished (no
+    worker of the palette running) and they are what `want` says; fail after `timeout` seconds.
+    A fixed pause read the list before a loaded machine's search had found anything."""
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandPalette), timeout)
+    palette = pilot.app.screen
+    await pilot.press(*query)
+
+    def done() -> bool:
+        searching = any(w.node is palette and not w.is_finished for w in pilot.app.workers)
+        return (pilot.app.screen is palette and palette.query_one(Input).value == query
+                and not searching and bool(want(palette_shown(pilot))))  # fmt: skip
+
+    try:
+        await wait_for(pilot, done, timeout)
+    except AssertionError:
+        raise AssertionError(f"the palette's hits for {query!r}: {palette_shown(pilot)}") from None
+    await pilot.pause()
+    return palette_shown(pilot)
 
 
 def view_of(pilot: Pilot) -> TranscriptView:
