@@ -473,6 +473,10 @@ def _read_lines(lines: list[str], path: str | None, p: Palette) -> list[Text]:
     coloured = highlight_lines(code, path, p.pygments)
     out = []
     for i, number in enumerate(numbers):
+        # A Read of an image file: its result is the image's stand-in, not numbered lines.
+        if not number and (image := image_line(code[i], p)) is not None:
+            out.append(image)
+            continue
         t = styled(number, p.dim)
         t.append_text(coloured[i] if coloured else Text(code[i], end=""))
         out.append(t)
