@@ -20,10 +20,10 @@ from typing import IO, Any
 from pygments import highlight as pyg_highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
-from pygments.lexers import get_lexer_for_filename
-from pygments.util import ClassNotFound
 
+from ..call_summary import args_summary, parse_args
 from ..store.records import Event, SessionRow
+from .lexers import lexer_class
 from .plan import EDIT_KINDS, STUB_KINDS, Plan, Space
 from .source import Item, Source, extra
 from .style import SCRIPT, css
@@ -31,13 +31,11 @@ from .text import (
     ANSI,
     ELISION,
     FILE_LINE,
-    args_summary,
     attr,
     count_lines,
     esc,
     files_read_rows,
     link_ids,
-    parse_args,
 )
 
 FOLD_AT = 24  # a result of more lines is folded ...
@@ -150,11 +148,10 @@ def markdown(ctx: Ctx, text: str) -> str:
 
 @cache
 def _lexer(name: str) -> Lexer | None:
-    try:
-        lexer = get_lexer_for_filename(name, stripnl=False, ensurenl=False)
-    except ClassNotFound:
+    cls = lexer_class(name)  # pygments' choice, without its lookup's start-up cost
+    if cls is None or cls.name == "Text only":
         return None
-    return None if lexer.name == "Text only" else lexer
+    return cls(stripnl=False, ensurenl=False)
 
 
 _FORMATTER = HtmlFormatter(nowrap=True)
