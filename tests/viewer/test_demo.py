@@ -13,6 +13,7 @@ from ctxview.backend.commands.demo import HINT, _hint_then_play
 from ctxview.backend.demo import copy_project, open_demo, run_demo
 from ctxview.backend.store import Reader
 from ctxview.viewer.app import CtxviewApp
+from viewer_helpers import wait_for
 
 # The installed console script (`python -m backend.cli` would load the cli module twice).
 CTXVIEW = [str(Path(sys.executable).with_name("ctxview"))]
@@ -147,13 +148,20 @@ async def test_demo_plays_inside_the_app_and_a_quit_ends_it(tmp_path: Path) -> N
     app = CtxviewApp(run.store, session=run.session_id)
     async with app.run_test(size=(120, 30)) as pilot:
         task = asyncio.create_task(_hint_then_play(app, run, 0.05))
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if any(n.message == HINT for n in app._notifications):
-                break
-        assert any(n.message == HINT for n in app._notifications)
+        await wait_for(pilot, lambda: any(n.message == HINT for n in app._notifications))
         assert getattr(app.screen, "session_id", None) == run.session_id
-        await pilot.pause(0.5)  # some steps, not all
+
+        async def results() -> int:
+            async with await Reader.open(run.store) as reader:
+                row = await reader.session(run.session_id)
+            return row.results if row else 0
+
+        # Some steps, not all: quit once the first result is in (a fixed 0.5 s pause saw none
+        # on a loaded machine); the paced steps left take seconds more.
+        deadline = time.monotonic() + 30
+        while await results() == 0:
+            assert time.monotonic() < deadline, "the demo never stored a result"
+            await pilot.pause(0.05)
         assert not task.done()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -85,7 +85,7 @@ async def test_a_far_jump_lands_before_the_outline_is_loaded(long_store: Path) -
         assert view.outline.block_of(FIRST + RESULTS - 1) is None
         assert len(view.outline.by_rid) < RESULTS
         # The rest loads around it; the cursor and the view stay on the target.
-        await wait_for(pilot, lambda: view.fully_loaded, timeout=20)
+        await wait_for(pilot, lambda: view.fully_loaded, timeout=60)
         await settle(pilot, view)
         assert len(view.outline.by_rid) == RESULTS
         assert gc.get_freeze_count() == 0  # frozen only while loading
@@ -123,7 +123,7 @@ async def test_jump_option_to_the_oldest_id_then_live_rows_and_end(long_store: P
         await s.insert("bash", {"command": "late"}, "late output")
         late = s.last.rid  # type: ignore[union-attr]
         await writer.close()
-        await wait_for(pilot, lambda: view.fully_loaded, timeout=20)
+        await wait_for(pilot, lambda: view.fully_loaded, timeout=60)
         await wait_for(pilot, lambda: view.outline.block_of(late) is not None)
         await settle(pilot, view)
         assert _on_top(view, FIRST), view.screen_text()
@@ -142,7 +142,7 @@ async def test_a_jump_during_a_far_load_supersedes_it(long_store: Path) -> None:
         pilot.app.screen.jump_to(FIRST + 5)  # type: ignore[attr-defined]
         await pilot.pause()
         pilot.app.screen.jump_to(FIRST + 400)  # type: ignore[attr-defined]
-        await wait_for(pilot, lambda: view.fully_loaded, timeout=20)
+        await wait_for(pilot, lambda: view.fully_loaded, timeout=60)
         await settle(pilot, view)
         assert _on_top(view, FIRST + 400), view.screen_text()
         assert len(view.outline.by_rid) == RESULTS
@@ -160,7 +160,7 @@ async def test_home_goes_to_the_first_row_before_the_outline_is_loaded(long_stor
         assert view.outline.first_seq != 1  # the premise: the first rows are not loaded yet
         await pilot.press("home")
         await wait_for(pilot, lambda: view.cursor_block is not None and view.cursor_block.seq == 1)
-        await wait_for(pilot, lambda: view.fully_loaded, timeout=20)
+        await wait_for(pilot, lambda: view.fully_loaded, timeout=60)
         await settle(pilot, view)
         assert view.cursor_block is view.blocks[0]
         assert view.scroll_offset.y == 0

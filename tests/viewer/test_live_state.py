@@ -41,12 +41,16 @@ async def test_live_while_a_writer_is_attached_and_not_after(tmp_path: Path) -> 
     b = await Writer.open(store)
     resumed = await Session.resume(b, s.id)
     await resumed.insert("bash", {"command": "true"}, "ok")
-    for _ in range(50):  # b's lease is written by its renewing task, a moment later
-        await asyncio.sleep(0.02)
+    # b's lease is written by its renewing task, a moment later (a second on a loaded machine:
+    # a fixed 50 rounds of 20 ms let a's close end the session first).
+    deadline = time.monotonic() + 30
+    while True:
         async with await Reader.open(store) as reader:
             row = await reader.session(s.id)
-            if row is not None and row.lease_until and row.lease_until > a._lease_value:
-                break
+        if row is not None and row.lease_until and row.lease_until > a._lease_value:
+            break
+        assert time.monotonic() < deadline, "b's lease was never written"
+        await asyncio.sleep(0.02)
     await a.close()
     assert (await _state(store, s.id))[0], "another writer still holds the session"
     before = time.time()
@@ -60,7 +64,7 @@ def test_a_killed_writer_stops_being_live_when_its_lease_runs_out(tmp_path: Path
     code = f"""
 import asyncio, sys
 from ctxview.backend.store import writer as w
-w.LEASE_SECONDS, w.LEASE_RENEW = 1.0, 0.2
+w.LEASE_SECONDS, w.LEASE_RENEW = 3.0, 0.2
 async def main():
     wr = await w.Writer.open({str(store)!r})
     await wr.create_session("k", next_rid=4096)
@@ -71,13 +75,17 @@ asyncio.run(main())
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(1.5)  # past the first lease: renewed, so still live
+        # Past the first lease: renewed, so still live. A 3 s lease renewed every 0.2 s: a loaded
+        # machine may hold the child back for a while (a 1 s lease ran out at times).
+        time.sleep(3.5)
         assert asyncio.run(_state(store, "k"))[0]
         proc.send_signal(signal.SIGKILL)
-        proc.wait(5)
-        time.sleep(1.2)
+        proc.wait(30)
+        killed = time.time()
+        # Not live once its last lease (renewed at the latest at the kill) has run out.
+        time.sleep(3.2)
         live, left = asyncio.run(_state(store, "k"))
-        assert not live and left is not None
+        assert not live and left is not None and left <= killed + 3.0
     finally:
         proc.kill()
         proc.wait()
