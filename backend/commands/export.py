@@ -1,9 +1,14 @@
 """`ctxview export [SESSION] [--format html|md|json] [-o PATH] [--all] [--no-redact]`: a
-session to share, as one HTML file, Markdown or JSON Lines, with secrets redacted."""
+session to share, as one HTML file, Markdown or JSON Lines, with secrets redacted.
+
+SESSION may also be a transcript file (`ctxview export FILE.jsonl`): it is imported into a
+throwaway store, exported and the store removed, in one process (an import and an export
+command would each pay Python's start-up and the store's creation)."""
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,7 +20,8 @@ from .common import store_path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", nargs="?", help="session id or unique prefix "
-                        "(default: the newest)")  # fmt: skip
+                        "(default: the newest), or a transcript file (.jsonl) to export "
+                        "straight from, without a store")  # fmt: skip
     parser.add_argument("--format", choices=("html", "md", "json"), default="html",
                         help="html (default): one self-contained page; md: Markdown for GitHub; "
                         "json: JSON Lines that `ctxview import` reads back")  # fmt: skip
@@ -39,8 +45,66 @@ def run(args: argparse.Namespace) -> int:
     if args.page_mb < 0:
         raise CliError("--page-mb takes a size in MB of 0 or more.")
     page_bytes = int(args.page_mb * 1e6) if args.page_mb else None
+    transcript = _transcript(args.session)
+    if transcript is None:
+        return _export(args, store_path(args), args.session, page_bytes)
+    if args.all:
+        raise CliError("Give a transcript file or --all, not both.")
+    with tempfile.TemporaryDirectory(prefix="ctxview-export-") as tmp:
+        store = Path(tmp) / "store.db"
+        return _export(args, store, _import(transcript, store), page_bytes)
+
+
+def _transcript(session: str | None) -> Path | None:
+    """The transcript file SESSION names, if it names one (a session id is not a path)."""
+    if not session or not (session.endswith(".jsonl") or "/" in session):
+        return None
+    path = Path(session).expanduser()
+    if not path.is_file():
+        from ..cli import CliError
+
+        raise CliError(f"There is no transcript file {path}.")
+    return path
+
+
+def _import(path: Path, store: Path) -> str:
+    """`path` into a new store at `store`; the id of its session."""
+    import asyncio
+    import sys
+
+    from ..cli import CliError
+    from ..importers.detect import NotTranscript
+    from ..importers.runner import FileImporter
+    from ..store import Writer
+
+    async def run() -> str | None:
+        # The search index is left out: nothing searches a store that lives for one export.
+        writer = await Writer.open(store, fts_max_chars=0)
+        try:
+            async with writer.batch():
+                report = await FileImporter(writer, path).step()
+        finally:
+            await writer.close()
+        if report.problems:
+            print(f"ctxview: skipped {len(report.problems):,} records of {path.name} that could "
+                  "not be imported (`ctxview import` lists them).", file=sys.stderr)  # fmt: skip
+        return report.session
+
+    try:
+        session = asyncio.run(run())
+    except NotTranscript as exc:
+        raise CliError(str(exc)) from None
+    if session is None:
+        raise CliError(f"{path} holds no session to export.")
+    return session
+
+
+def _export(args: argparse.Namespace, store: Path, session: str | None,
+            page_bytes: int | None) -> int:  # fmt: skip
+    from ..cli import CliError
+
     redactor = Redactor(enabled=not args.no_redact)
-    source = Source(store_path(args), redactor)
+    source = Source(store, redactor)
     t0 = time.perf_counter()
     try:
         if args.all:
@@ -50,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             result = export_all(source, args.format, out, page_bytes)
             where = f"{out}/ ({result.sessions} sessions, index {result.files[0].name})"
         else:
-            row = source.resolve(args.session)
+            row = source.resolve(session)
             out = Path(args.output).expanduser() if args.output else default_output(
                 row.id, args.format)  # fmt: skip
             if out.is_dir():
