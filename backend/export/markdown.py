@@ -10,18 +10,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
+from ..call_summary import args_summary, parse_args
 from ..store.records import Event
 from .plan import EDIT_KINDS, STUB_KINDS, Plan, Space
 from .source import Item, Source, extra
 from .text import (
     ANSI,
     ELISION,
-    args_summary,
     count_lines,
     files_read_rows,
     language,
     link_ids,
-    parse_args,
 )
 
 FOLD_AT = 30  # a result of more lines goes inside <details>

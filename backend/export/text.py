@@ -1,9 +1,8 @@
-"""Text helpers the formats share: ids to links, a call in a few words, lines and elisions.
-Pure functions."""
+"""Text helpers the formats share: ids to links, lines and elisions (a call in a few words is
+in backend/call_summary.py, which the viewer uses too). Pure functions."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -57,49 +56,6 @@ def link_ids(text: str, known: Callable[[int], bool], link: Callable[[int, str],
         return plain(text)
     out.append(plain(text[pos:]))
     return "".join(out)
-
-
-def parse_args(args: str | None) -> dict[str, Any]:
-    if not args:
-        return {}
-    try:
-        value = json.loads(args)
-    except ValueError:
-        return {"args": args}
-    return value if isinstance(value, dict) else {"args": value}
-
-
-def args_summary(tool: str, args: dict[str, Any]) -> str:
-    """The call on one line: what a person needs to recognise it."""
-
-    def first_line(value: Any, limit: int = 160) -> str:
-        s = str(value)
-        line = s.split("\n", 1)[0]
-        return (line[:limit] + "…") if len(line) > limit or "\n" in s else line
-
-    path = args.get("path", args.get("file_path"))
-    if tool == "read":
-        where = f" {args['offset']}" if "offset" in args else ""
-        if "limit" in args:
-            where += f" +{args['limit']}"
-        return f"{path}{where}"
-    if tool == "bash":
-        return first_line(args.get("command", ""))
-    if tool in ("edit", "multiedit", "write") and path:
-        return str(path)
-    if tool == "apply_patch":
-        patch = str(args.get("patch", args.get("input", "")))
-        files = re.findall(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", patch, re.M)
-        return ", ".join(files) or "patch"
-    if tool == "recall":
-        rest = " ".join(f"{k} {v}" for k, v in args.items() if k != "id")
-        return f"{args.get('id', '')} {rest}".strip()
-    if tool in ("grep", "glob", "list", "search") and ("pattern" in args or "path" in args):
-        return f"{args.get('pattern', '')} {args.get('path', '')}".strip()
-    for key in ("command", "description", "path", "file_path", "pattern", "query", "url"):
-        if isinstance(args.get(key), str):
-            return first_line(args[key])
-    return first_line(json.dumps(args, ensure_ascii=False, sort_keys=True), 200)
 
 
 def files_read_rows(extra: dict[str, Any]) -> list[tuple[str, str, str, int | None]]:

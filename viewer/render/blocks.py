@@ -3,11 +3,11 @@ rich Texts go out; nothing here touches the store or the screen."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxview.backend.call_summary import args_summary, parse_args
 from ctxview.backend.rules.ids import format_id
 from ctxview.backend.store.records import Event
 from rich.style import Style
@@ -290,52 +290,11 @@ def _thinking(block: Block, thinking: str, ctx: RenderContext, width: int) -> li
 # Calls and results
 
 
-def _args(ev: Event | None) -> dict[str, Any]:
-    if ev is None or not ev.args:
-        return {}
-    try:
-        args = json.loads(ev.args)
-    except ValueError:
-        return {"args": ev.args}
-    return args if isinstance(args, dict) else {"args": args}
-
-
-def args_summary(tool: str, args: dict[str, Any]) -> str:
-    """The call on one line: what a person needs to recognise it."""
-
-    def first_line(value: Any, limit: int = 160) -> str:
-        s = str(value)
-        line = s.split("\n", 1)[0]
-        return (line[:limit] + "…") if len(line) > limit or "\n" in s else line
-
-    path = args.get("path", args.get("file_path"))
-    if tool == "read":
-        where = f" {args['offset']}" if "offset" in args else ""
-        if "limit" in args:
-            where += f" +{args['limit']}"
-        return f"{path}{where}"
-    if tool == "bash":
-        return first_line(args.get("command", ""))
-    if tool in ("edit", "multiedit", "write"):
-        return str(path)
-    if tool == "apply_patch":
-        patch = str(args.get("patch", args.get("input", "")))
-        files = re.findall(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", patch, re.M)
-        return ", ".join(files) or "patch"
-    if tool == "recall":
-        rest = " ".join(f"{k} {v}" for k, v in args.items() if k != "id")
-        return f"{args.get('id', '')} {rest}".strip()
-    if tool in ("grep", "glob", "list", "search"):
-        pattern = args.get("pattern", "")
-        return f"{pattern} {args.get('path', '')}".strip()
-    return first_line(json.dumps(args, ensure_ascii=False, sort_keys=True), 200)
-
-
 def _call_lines(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list[Text]:
     """The call: its line, then its form (a checklist, a question) and its folded detail."""
     p = ctx.palette
     tool = block.tool or (data.first.tool if data.first else None) or "tool"
-    args = _args(data.first)
+    args = parse_args(data.first.args) if data.first is not None else {}
     form = call_form(tool, args, p, width - 2) if data.first is not None else None
     line = styled(f"▸ {tool} ", p.tool)
     summary = form.summary if form is not None and form.summary is not None else None

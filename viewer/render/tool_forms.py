@@ -89,7 +89,7 @@ def call_form(tool: str, args: dict[str, Any], palette: Palette, width: int) -> 
         return None
     compact = json.dumps(args, ensure_ascii=False, sort_keys=True)
     if len(compact) <= INLINE_JSON and "\\n" not in compact:
-        return None
+        return CallForm(compact)  # read whole (the shared one-line summary picks one argument)
     pretty = json.dumps(args, ensure_ascii=False, indent=2, sort_keys=True).split("\n")
     coloured = highlight_code(pretty, "json", p.pygments) or [Text(x, end="") for x in pretty]
     return CallForm(_short(args), detail=coloured, detail_name="input")
