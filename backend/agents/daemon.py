@@ -58,9 +58,14 @@ class Daemon:
                 await asyncio.sleep(0.2)
         finally:
             self.server.close()
-            with contextlib.suppress(OSError):
-                path.unlink()
-            await self.engine.close()
+            # The store is released before the socket goes: a `stop` (which waits for this
+            # process to end) or a client that finds no socket never meets an engine still
+            # closing, whose checkpoint would write a store replaced meanwhile.
+            try:
+                await self.engine.close()
+            finally:
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.last = time.monotonic()
@@ -72,6 +77,7 @@ class Daemon:
             event = event_name(head.decode())
             if event == "_shutdown":  # tests (and a person) end the engine
                 self.stopping = True
+                answer = str(os.getpid()).encode()  # `stop` waits for this process to end
             else:
                 payload = json.loads(raw)
                 if not isinstance(payload, dict):

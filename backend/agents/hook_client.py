@@ -177,13 +177,38 @@ def spawn(store: str) -> None:
     )  # fmt: skip
 
 
-def stop(store: str | os.PathLike[str]) -> bool:
-    """Ask the store's resident engine to exit; False when none was running."""
+def stop(store: str | os.PathLike[str], timeout: float = 10.0) -> bool:
+    """Ask the store's resident engine to exit, and return once it has (its store closed, its
+    process ended); False when none was running. TimeoutError if it is still there after
+    `timeout` seconds."""
     try:
-        _exchange(_socket_file(os.fspath(store)), b"_shutdown\n", time.monotonic() + 2)
+        answer = _exchange(_socket_file(os.fspath(store)), b"_shutdown\n", time.monotonic() + 2)
     except OSError:
         return False
+    if answer.isdigit():  # the engine's pid (an engine older than that answers nothing)
+        pid, end = int(answer), time.monotonic() + timeout
+        while _running(pid):
+            if time.monotonic() > end:
+                raise TimeoutError(f"the engine (pid {pid}) did not exit in {timeout:g} s")
+            time.sleep(0.01)
     return True
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` still runs; a zombie has ended (its files are closed)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel (a zombie counts as running there)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 if __name__ == "__main__":  # the form `ctxview install claude-code` writes: no CLI to load
