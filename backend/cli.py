@@ -44,7 +44,9 @@ class CliError(Exception):
     """A one-sentence error for stderr; the command exits non-zero."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of `only` that one (a run imports only its command's
+    module: the others' imports were a tenth of a short command's CPU time)."""
     parser = argparse.ArgumentParser(
         prog="ctxview",
         description="See what an AI coding agent's context really holds.",
@@ -53,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "~/.local/state/ctxview/store.db)")  # fmt: skip
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         try:
             mod = importlib.import_module(f"ctxview.backend.commands.{module}")
         except ModuleNotFoundError as exc:
@@ -68,10 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    known = {a for a in parser._subparsers._group_actions[0].choices}  # type: ignore[union-attr]
-    if not any(a in known for a in argv) and not any(a in ("-h", "--help") for a in argv):
-        argv = ["view", *argv] if "view" in known else argv
+    helping = any(a in ("-h", "--help") for a in argv)
+    named = next((a for a in argv if a in COMMANDS), None)
+    if named is None and not helping:
+        argv, named = ["view", *argv], "view"
+    parser = build_parser(None if helping else named)
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)
     if run is None:
@@ -102,12 +107,11 @@ def _run(args: argparse.Namespace, run: Any) -> int:
         return 141
 
 
-def _store_named(args: argparse.Namespace) -> Path | None:
-    """The store an error is about: the demo's own is not the default one."""
+def _store_named(args: argparse.Namespace) -> Path:
+    """The store an error is about, the demo's too: it writes the default store (or --store),
+    which the next plain `ctxview` opens."""
     from .commands.common import store_path
 
-    if args.command == "demo" and not getattr(args, "store", None):
-        return None
     return store_path(args)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 
 from ..cli import CliError
 from ..rules.ids import format_id, parse_id
@@ -22,9 +23,11 @@ async def _check(args: argparse.Namespace) -> str | None:
     an unknown session, an id that is not there."""
     path = store_path(args)
     if not path.exists():
+        # The same --store, or the demo and the import would write another store than this.
+        given = f" --store {shlex.quote(str(path))}" if getattr(args, "store", None) else ""
         raise CliError(
-            f"There is no store at {path} yet: `ctxview demo` writes a sample session to it, "
-            f"`ctxview import ~/.claude/projects` your Claude Code sessions."
+            f"There is no store at {path} yet: `ctxview{given} demo` writes a sample session to "
+            f"it, `ctxview{given} import ~/.claude/projects` your Claude Code sessions."
         )
     reader = await Reader.open(path)
     try:
