@@ -37,6 +37,7 @@ from ..importers.codex import _search_tool
 from ..importers.detect import CLAUDE
 from ..importers.follow import sub_agents
 from ..importers.runner import FileImporter
+from ..result import Result
 from ..rules.compaction import files_read_table
 from ..session import Session
 from ..store.records import EVENT_COLUMNS, Event
@@ -170,6 +171,7 @@ class HookEngine:
                 # asks for it (Claude Code sends the context), and it is most of a cold start.
                 async with self.writer.batch():
                     session = await Session.resume(self.writer, sid)
+                await self._take_over(sid, info, payload)
             served = Served(session, self._last_seq(sid))
             self.served[sid] = served
             return served
@@ -179,6 +181,24 @@ class HookEngine:
         if served.summary_due is not None:
             self._fill_summary(served)
         return served
+
+    async def _take_over(self, sid: str, info: dict[str, Any], payload: dict[str, Any]
+                         ) -> None:  # fmt: skip
+        """A session in the store before its first hook: an import or `follow` of the
+        transcript made it (Claude Code resumed a session from before the hooks, or was followed
+        first), or `ctxview mcp` did, naming no transcript. From now on it is hooked, so an
+        import (the hook's own, `follow`'s) pairs the results the hook stores with their
+        transcript records instead of adding them a second time, and it is the transcript's."""
+        assert self.writer is not None
+        data = json.loads(info["data"] or "{}")
+        fields: dict[str, Any] = {}
+        if not data.get("hooked"):
+            fields["data"] = json.dumps({**data, "hooked": True}, ensure_ascii=False)
+        path = _resolved(payload.get("transcript_path"))
+        if not info["source_path"] and path and not payload.get("agent_id"):
+            fields["source_path"] = path
+        if fields:
+            await self.writer.update_session(sid, **fields)
 
     def _fill_summary(self, served: Served) -> None:
         """A compaction stored before its summary reached the transcript gets it now."""
@@ -255,8 +275,7 @@ class HookEngine:
                         if await self.writer.session_info(sid) is None:
                             await self._start(sid, {**payload, "agent_id": agent})
                         await self._import(served, f, sid, growing)
-            served.session._next_rid = max(served.session._next_rid,
-                                           self._next_rid(served.session.id))  # fmt: skip
+            served.session.advance_ids(self._next_rid(served.session.id))
         except Exception as exc:  # the transcript is a bonus; the hook goes on
             from . import failures
 
@@ -271,8 +290,7 @@ class HookEngine:
             importer = served.importers[path] = FileImporter(self.writer, path)
         elif importer.hub is not None:
             # Its engine and the hook's share the session's id counter, through the store.
-            theirs = importer.hub.main.session
-            theirs._next_rid = max(theirs._next_rid, self._next_rid(sid))
+            importer.hub.main.session.advance_ids(self._next_rid(sid))
         async with self.writer.batch():
             await importer.step(live=growing)
 
@@ -320,20 +338,24 @@ class HookEngine:
             lines.pop()
             content = content[:-1]
         total = real_total if real_total is not None else total
-        ts = time.time()
-        result = session._read_result(path, key, first, lines, total, sha)
-        if result.rkind == "full" and lines:
-            new_content = result.shown.split("\n", 1)[0] + "\n" + content
-            new_num = len(lines) + 1
-        else:  # the stub, or an empty file's bracket: one line
-            new_content, new_num = result.shown, 1
         start = first - 1
-        result.shown = "\n".join(f"{start + i}\t{line}"
-                                 for i, line in enumerate(new_content.split("\n")))  # fmt: skip
-        call = session._call_event(ts, "read", {"path": path, **_without(args, "file_path")},
-                                   ref or session._call_ref())  # fmt: skip
-        await session._store(result, call.call_ref or "", len(content), ts, call=call)
-        return {**resp, "file": {**file, "content": new_content, "numLines": new_num,
+        given: dict[str, Any] = {}
+
+        def claude_form(result: Result) -> str:
+            """Claude Code numbers `file.content` from `startLine`: the bracket (or the stub)
+            goes in as line `start`, before Claude Code's own lines."""
+            if result.rkind == "full" and lines:
+                given["content"] = result.shown.split("\n", 1)[0] + "\n" + content
+                given["num"] = len(lines) + 1
+            else:  # the stub, or an empty file's bracket: one line
+                given["content"], given["num"] = result.shown, 1
+            return "\n".join(f"{start + i}\t{line}"
+                             for i, line in enumerate(given["content"].split("\n")))  # fmt: skip
+
+        await session.insert_read({"path": path, **_without(args, "file_path")}, path, key,
+                                  first, lines, total, sha, call_ref=ref, seen=len(content),
+                                  ts=time.time(), host_form=claude_form)  # fmt: skip
+        return {**resp, "file": {**file, "content": given["content"], "numLines": given["num"],
                                  "startLine": start}}  # fmt: skip
 
     async def _bash(self, session: Session, args: dict[str, Any], resp: dict[str, Any],
@@ -387,12 +409,9 @@ class HookEngine:
                       ref: str | None, what: str) -> dict[str, Any]:  # fmt: skip
         """Store `text` in full as a result whose shown text is the one line the model gets
         beside Claude Code's own output: `[#id] is <what>.`"""
-        ts = time.time()
-        result = session._generic(tool, text)
-        result.shown = f"[{session.ref(result.rid)}] is {what}."
-        call = session._call_event(ts, tool, args, ref or session._call_ref())
-        await session._store(result, call.call_ref or "", len(text), ts, call=call)
-        return _post(None, result.shown, event="PostToolUseFailure" if "failed" in what
+        shown = await session.insert_beside(tool, args, text, lambda rid: f"[{rid}] is {what}.",
+                                            call_ref=ref, seen=len(text))  # fmt: skip
+        return _post(None, shown, event="PostToolUseFailure" if "failed" in what
                      else "PostToolUse")  # fmt: skip
 
     async def _generic(self, session: Session, name: str, args: dict[str, Any], resp: Any,

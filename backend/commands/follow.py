@@ -15,7 +15,7 @@ from pathlib import Path
 from ..importers.detect import NotTranscript
 from ..importers.find import newest
 from ..importers.follow import follow
-from ..importers.runner import FileReport
+from ..importers.runner import FileReport, check_file
 from ..store import Writer
 from .common import store_path
 
@@ -93,6 +93,11 @@ async def _view(args: argparse.Namespace, path: Path) -> int:
 
     store = store_path(args)
     writer = await Writer.open(store)  # makes the store, so the viewer has one to open
+    try:  # a file follow would refuse: said before the viewer opens, not from inside it
+        await check_file(writer, path)
+    except NotTranscript as exc:
+        await writer.close()
+        raise CliError(str(exc)) from None
     app = CtxviewApp(store, theme=args.theme)
     stop = asyncio.Event()
     main = str(path.expanduser().resolve())

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..importers.detect import NotTranscript
 from ..importers.find import transcripts
 from ..importers.progress import ProgressBar
-from ..importers.runner import FileImporter, Problem
+from ..importers.runner import FileImporter, HookedElsewhere, Problem
 from ..store import Writer
 from .common import store_path
 
@@ -58,8 +58,8 @@ async def _run(args: argparse.Namespace) -> int:
                 try:
                     report = await FileImporter(writer, f).step(progress=bar)
                 except NotTranscript as exc:
-                    if f in explicit:
-                        refused.append(str(exc))
+                    if f in explicit or isinstance(exc, HookedElsewhere):
+                        refused.append(str(exc))  # a copy of a hooked session's: said too
                     else:
                         neither += 1  # a folder may hold other JSON lines: not an error
                     bar.file_done(sizes[f] - (bar.done_bytes - before))

@@ -24,11 +24,12 @@ from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
 from .common import BadRecord, parse_line, parse_record, when
-from .detect import CLAUDE, CODEX, EXPORT, detect
+from .detect import CLAUDE, CODEX, EXPORT, NotTranscript, detect
 from .replay import Replay
 from .source import Identity, head_hash, identity, lines_from
 
-__all__ = ["FileImporter", "FileReport", "Problem", "import_file", "parse_line"]
+__all__ = ["FileImporter", "FileReport", "HookedElsewhere", "Problem", "check_file",
+           "import_file", "parse_line"]
 
 _IDENTIFY_LINES = 200
 # An import commits what it read, with the offset and parser state that cover it, about this
@@ -61,6 +62,11 @@ class FileReport:
     replaced: bool = False  # the file was truncated or replaced since the last import
     waiting: bool = False  # an incomplete last line is left for later
     quiet: dict[str, int] = field(default_factory=dict)  # known kinds skipped -> how many
+
+
+class HookedElsewhere(NotTranscript):
+    """The file is a copy of the transcript of a session a host writes live (one sentence):
+    refused like a file of neither format."""
 
 
 class _Moved(BaseException):
@@ -457,9 +463,22 @@ class FileImporter:
 
     async def _info(self, sid: str) -> tuple[str, dict[str, Any] | None]:
         """The id this file's session has (`sid`, or when another file holds that id, `sid`
-        and a hash of the path) and its stored fields (None when it is not in the store)."""
+        and a hash of the path) and its stored fields (None when it is not in the store).
+
+        A session a host writes live (`"hooked"`: Claude Code's hooks, `ctxview mcp`) holds the
+        ids the model saw, so its transcript lands in it: one made before anything named its
+        transcript (by `ctxview mcp`) takes this file, and a copy of the transcript elsewhere
+        is refused (`HookedElsewhere`), never a second replay with other ids."""
         info = await self.writer.session_info(sid)
         if info is not None and info["source_path"] != str(self.path):
+            if json.loads(info["data"] or "{}").get("hooked"):
+                if not info["source_path"]:
+                    await self.writer.update_session(sid, source_path=str(self.path))
+                    return sid, {**info, "source_path": str(self.path)}
+                raise HookedElsewhere(
+                    f"{self.path} is a copy of the session {sid}, which ctxview's hooks write "
+                    f"live from {info['source_path']}: open {sid} instead."
+                )
             sid = f"{sid}-{hashlib.sha1(str(self.path).encode()).hexdigest()[:6]}"
             info = await self.writer.session_info(sid)
         return sid, info
@@ -530,6 +549,16 @@ class FileImporter:
             parent_session=parent, parent_call=call, data=json.dumps(data),
         )  # fmt: skip
         return Replay(session, ids.cwd, data)
+
+
+async def check_file(writer: Writer, path: Path | str) -> None:
+    """Refuse now, before anything is read into the store (a viewer about to open on it), what
+    an import of `path` would refuse: a file of neither format (`NotTranscript`), a copy of a
+    hooked session's transcript (`HookedElsewhere`). A file still empty passes."""
+    importer = FileImporter(writer, path)
+    fmt = detect(importer.path)
+    if fmt in (CLAUDE, CODEX):
+        await importer._info(session_id(fmt, identify(importer.path, fmt)))
 
 
 async def import_file(writer: Writer, path: Path | str, *,

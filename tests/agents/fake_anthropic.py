@@ -51,10 +51,14 @@ class FakeAnthropic:
 
     def __init__(self, steps: list[dict[str, Any]] | None = None,
                  gate: threading.Semaphore | None = None,
-                 threads: dict[str, list[dict[str, Any]]] | None = None) -> None:  # fmt: skip
+                 threads: dict[str, list[dict[str, Any]]] | None = None,
+                 prefix: str = "") -> None:  # fmt: skip
         """`gate`: each main request waits for a release first (a test paces the session).
         `threads`: scripts of their own for conversations whose first user message holds the
-        key (a sub-agent's prompt: Claude Code runs it beside the main conversation)."""
+        key (a sub-agent's prompt: Claude Code runs it beside the main conversation).
+        `prefix`: in every message and tool-use id (a resumed session's second server must not
+        give the ids of the first)."""
+        self.prefix = prefix
         self.steps = list(steps or [])
         self.gate = gate
         self.threads = {k: list(v) for k, v in (threads or {}).items()}
@@ -100,7 +104,7 @@ class FakeAnthropic:
             step = script.pop(0) if script else {"text": "Done."}
         if "tool" in step:
             self._n += 1
-            return [{"type": "tool_use", "id": f"toolu_{self._n:04d}_{step['tool']}",
+            return [{"type": "tool_use", "id": f"toolu_{self.prefix}{self._n:04d}_{step['tool']}",
                      "name": step["tool"], "input": step["input"]}]
         return [{"type": "text", "text": step["text"]}]
 
@@ -143,7 +147,7 @@ class FakeAnthropic:
                 self.send_header("cache-control", "no-cache")
                 self.end_headers()
                 out = [_sse("message_start", {"type": "message_start", "message": {
-                    "id": f"msg_{len(api.requests):04d}", "type": "message",
+                    "id": f"msg_{api.prefix}{len(api.requests):04d}", "type": "message",
                     "role": "assistant", "model": body.get("model", "m"), "content": [],
                     "stop_reason": None, "stop_sequence": None,
                     "usage": {"input_tokens": 100, "output_tokens": 1,

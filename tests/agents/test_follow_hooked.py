@@ -1,0 +1,178 @@
+"""`ctxview follow` / `import` of a Claude Code transcript whose session the hooks write: one
+session in the list, each result once, with the id the model saw.
+
+- The real Claude Code run first without the hooks and imported (`ctxview import`), then
+  resumed with the hooks on (`ctxview install`), then followed: the hooks take the imported
+  session over, so neither their own import of the transcript nor `follow` adds a result they
+  stored a second time.
+- A hooked session made by `ctxview mcp` before any hook named its transcript: the import of
+  that transcript lands in it (not a second session `cc-<id>-<hash>`).
+- A copy of a hooked session's transcript elsewhere: refused in one sentence naming the
+  session, never a second replay with other ids.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from claude_helpers import CTXVIEW, needs_claude, project, tool_results
+from ctxview.backend.importers.runner import import_file
+from ctxview.backend.session import Session
+from ctxview.backend.store import Writer
+from fake_anthropic import FakeAnthropic
+
+SID = "0f011011-aaaa-bbbb-cccc-123456789abc"
+
+
+def _results(store: Path) -> list[tuple[str, str, int, str]]:
+    conn = sqlite3.connect(store)
+    try:
+        return conn.execute(
+            "SELECT e.session, e.call_ref, e.rid, b.shown FROM events e JOIN bodies b "
+            "ON b.session = e.session AND b.rid = e.rid WHERE e.kind = 'result' ORDER BY e.seq"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def _follow_briefly(env: dict[str, str], path: Path, cwd: Path) -> str:
+    """`ctxview follow --no-view PATH` until it has read the file (its batch lines), then ^C."""
+    proc = subprocess.Popen([str(CTXVIEW), "follow", "--no-view", str(path)], cwd=cwd, env=env,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    return err
+
+
+@needs_claude
+@pytest.mark.e2e
+def test_imported_before_the_hooks_then_resumed_hooked_and_followed(tmp_path: Path) -> None:
+    with project(tmp_path) as p:
+        notes = p.root / "notes.txt"
+        notes.write_text("alpha\nbeta\n")
+        env = {**os.environ, "HOME": str(p.home), "CTXVIEW_STORE": str(p.store)}
+        # 1. Without the hooks, imported.
+        with FakeAnthropic([{"tool": "Read", "input": {"file_path": str(notes)}},
+                            {"text": "Read it."}], prefix="a") as api:  # fmt: skip
+            sid = p.claude(api.url, "read notes")["session_id"]
+        [transcript] = (p.home / ".claude" / "projects").rglob(f"{sid}.jsonl")
+        done = p.ctxview("import", str(transcript), env=env)
+        assert done.returncode == 0, done.stderr
+        before = _results(p.store)
+        assert [r[1] for r in before] == ["toolu_a0001_Read"]
+        # 2. The hooks on, the session resumed: they take it over.
+        done = p.ctxview("install", "claude-code", "--project", env=env)
+        assert done.returncode == 0, done.stderr
+        steps = [{"tool": "Bash", "input": {"command": "echo hi", "description": "x"}},
+                 {"tool": "Bash", "input": {"command": "seq 1 3", "description": "y"}},
+                 {"text": "Done."}]  # fmt: skip
+        with FakeAnthropic(steps, prefix="b") as api:
+            p.claude(api.url, "carry on", "--resume", sid)
+            got = tool_results(api.main_requests[-1])
+        # 3. Followed (as a user would, the README says it is not needed).
+        _follow_briefly(env, transcript, p.root)
+
+        conn = sqlite3.connect(p.store)
+        sessions = [r[0] for r in conn.execute("SELECT id FROM sessions")]
+        prompts = [r[0] for r in conn.execute(
+            "SELECT text FROM events WHERE kind = 'message' AND role = 'user'")]  # fmt: skip
+        conn.close()
+        assert sessions == [f"cc-{sid}"]
+        results = _results(p.store)
+        refs = [r[1] for r in results]
+        assert sorted(refs) == sorted(set(refs)), refs  # each result once
+        assert refs == ["toolu_a0001_Read", "toolu_b0001_Bash", "toolu_b0002_Bash"]
+        # The hooked results are stored with the text (and id) the model got.
+        assert got["toolu_b0001_Bash"] == "[#1001]\nhi"
+        shown = {r[1]: r[3] for r in results}
+        assert shown["toolu_b0001_Bash"] == got["toolu_b0001_Bash"]
+        assert shown["toolu_b0002_Bash"] == got["toolu_b0002_Bash"] == "[#1002]\n1\n2\n3"
+        assert prompts.count("read notes") == 1 and prompts.count("carry on") == 1
+
+
+def _transcript(path: Path, sid: str, cwd: Path, shown: str) -> None:
+    ts = "2026-12-01T07:00:0{}Z"
+    common = {"sessionId": sid, "cwd": str(cwd), "isSidechain": False}
+    records = [
+        {**common, "type": "user", "uuid": "u1", "timestamp": ts.format(1),
+         "message": {"role": "user", "content": "recall it"}},
+        {**common, "type": "assistant", "uuid": "u2", "timestamp": ts.format(2),
+         "message": {"id": "msg_1", "role": "assistant", "model": "m", "content": [
+             {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}],
+             "usage": {"input_tokens": 10, "output_tokens": 3}}},
+        {**common, "type": "user", "uuid": "u3", "timestamp": ts.format(3),
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "toolu_1", "content": shown}]},
+         "toolUseResult": {"stdout": shown, "stderr": ""}},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+async def test_a_hooked_session_without_its_transcript_takes_the_import(tmp_path: Path) -> None:
+    """`ctxview mcp` made the hooked session (no hook had named the transcript yet)."""
+    store = tmp_path / "store.db"
+    writer = await Writer.open(store)
+    try:
+        s = await Session.start(writer, tmp_path, session_id=f"cc-{SID}", source="claude-code",
+                                data=json.dumps({"hooked": True}))  # fmt: skip
+        shown = await s.insert("bash", {"command": "ls"}, "a.py", call_ref="toolu_1")
+        transcript = tmp_path / f"{SID}.jsonl"
+        _transcript(transcript, SID, tmp_path, shown)
+        report = await import_file(writer, transcript)
+        await writer.flush()
+    finally:
+        await writer.close()
+    assert report.session == f"cc-{SID}"
+    conn = sqlite3.connect(store)
+    assert conn.execute("SELECT id, source_path FROM sessions").fetchall() == [
+        (f"cc-{SID}", str(transcript.resolve()))]  # fmt: skip
+    conn.close()
+    assert [(r[1], r[2]) for r in _results(store)] == [("toolu_1", 0x1000)]
+
+
+def test_a_copy_of_a_hooked_transcript_is_refused(tmp_path: Path) -> None:
+    """The hooked session holds the ids the model saw: a copy elsewhere would be a second
+    replay with other ids. `follow` and `import` say so in one sentence."""
+    import asyncio
+
+    store = tmp_path / "store.db"
+    real = tmp_path / "projects" / f"{SID}.jsonl"
+    real.parent.mkdir()
+
+    async def hooked() -> None:
+        writer = await Writer.open(store)
+        try:
+            s = await Session.start(writer, tmp_path, session_id=f"cc-{SID}",
+                                    source="claude-code", source_path=str(real),
+                                    data=json.dumps({"hooked": True}))  # fmt: skip
+            shown = await s.insert("bash", {"command": "ls"}, "a.py", call_ref="toolu_1")
+            _transcript(real, SID, tmp_path, shown)
+            await import_file(writer, real)
+        finally:
+            await writer.close()
+
+    asyncio.run(hooked())
+    copy = tmp_path / "backup" / f"{SID}.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(real.read_bytes())
+    env = {**os.environ, "CTXVIEW_STORE": str(store)}
+    for args in (["follow", "--no-view", str(copy)], ["follow", str(copy)], ["import", str(copy)],
+                 ["import", str(copy.parent)]):  # fmt: skip
+        done = subprocess.run([str(CTXVIEW), *args], env=env, capture_output=True, text=True,
+                              timeout=30)  # fmt: skip
+        assert done.returncode == 1, (args, done.stderr)
+        line = done.stderr.strip().splitlines()[-1]
+        assert f"cc-{SID}" in line and str(real) in line, line
+        assert line.count(". ") == 0 and "Traceback" not in done.stderr, done.stderr
+    conn = sqlite3.connect(store)
+    assert [r[0] for r in conn.execute("SELECT id FROM sessions")] == [f"cc-{SID}"]
+    conn.close()
