@@ -84,34 +84,43 @@ class Served:
     """A `ctxview serve` process of our own on a free loopback port: the URL it printed, and
     every line of its log (stderr, read on a thread so the pipe never fills)."""
 
-    def __init__(self, *argv: str, env: dict[str, str] | None = None, timeout: float = 30) -> None:
+    def __init__(self, *argv: str, env: dict[str, str] | None = None, timeout: float = 60) -> None:
         import re
         import subprocess
         import threading
         import time
 
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [CTXVIEW, *argv, "--port", str(self.port)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        )  # fmt: skip
-        self.lines: list[str] = []
-        self.stdout = ""
-        self._readers = [
-            threading.Thread(target=self._read, daemon=True),
-            threading.Thread(target=self._read_stdout, daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
         self.url = ""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end and not self.url:
-            for line in list(self.lines):
-                if found := re.search(r"open (http://\S+)", line):
-                    self.url = found.group(1)
-            if self.proc.poll() is not None and not self.url:
+        # The free port is found, closed, then bound by the server: another process may take it
+        # in between (the server then refuses, saying "pick another --port"): try another.
+        for _attempt in range(3):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                [CTXVIEW, *argv, "--port", str(self.port)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            )  # fmt: skip
+            self.lines: list[str] = []
+            self.stdout = ""
+            self._readers = [
+                threading.Thread(target=self._read, daemon=True),
+                threading.Thread(target=self._read_stdout, daemon=True),
+            ]
+            for reader in self._readers:
+                reader.start()
+            end = time.monotonic() + timeout
+            while time.monotonic() < end and not self.url:
+                for line in list(self.lines):
+                    if found := re.search(r"open (http://\S+)", line):
+                        self.url = found.group(1)
+                if self.proc.poll() is not None and not self.url:
+                    break
+                time.sleep(0.05)
+            if self.url or self.proc.poll() is None:
                 break
-            time.sleep(0.05)
+            for reader in self._readers:
+                reader.join(timeout=5)
+            if "pick another --port" not in self.log():
+                break
         if not self.url:
             self.close()
             raise AssertionError("ctxview serve printed no URL:\n" + "".join(self.lines))
@@ -130,7 +139,7 @@ class Served:
     def log(self) -> str:
         return "".join(self.lines)
 
-    def wait_log(self, words: str, timeout: float = 10) -> str:
+    def wait_log(self, words: str, timeout: float = 30) -> str:
         import time
 
         end = time.monotonic() + timeout

@@ -31,7 +31,7 @@ def test_80x24_list_and_transcript(small_store: SmallStore, tmp_path: Path) -> N
                              text=True).stdout  # fmt: skip
         return out.split("\n")
 
-    def wait(check: Callable[[list[str]], bool], what: str, timeout: float = 20) -> list[str]:
+    def wait(check: Callable[[list[str]], bool], what: str, timeout: float = 60) -> list[str]:
         end = time.monotonic() + timeout
         while True:
             rows = screen()

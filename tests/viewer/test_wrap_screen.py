@@ -81,23 +81,24 @@ def test_eighty_dots_at_80_by_24_in_tmux(tmp_path: Path) -> None:
                     "24", f"env TERM=xterm-256color {ctxview} --store {path} view --session "
                     f"{sid} --jump {ids_hex(path)}"],
                    check=True, env=env, timeout=30)  # fmt: skip
+    def dots(screen: str) -> int:
+        """The dots' result: its bracket line, then its body wrapped over two rows."""
+        lines = screen.split("\n")
+        at = next((i for i, line in enumerate(lines) if "echo dots" in line), None)
+        return -1 if at is None else sum(line.count(".") for line in lines[at + 2 : at + 4])
+
     try:
+        # Polled until drawn whole (a capture 0.3 s after the first dots could be a frame a
+        # loaded machine had not finished laying out); 60 s bounds a hang.
         screen = ""
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", "w"], capture_output=True,
                                     text=True, timeout=10).stdout  # fmt: skip
-            if "echo dots" in screen and "." * 40 in screen:
+            if dots(screen) == 80:
                 break
             time.sleep(0.05)
-        time.sleep(0.3)
-        screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", "w"], capture_output=True,
-                                text=True, timeout=10).stdout  # fmt: skip
-        lines = screen.split("\n")
-        at = next(i for i, line in enumerate(lines) if "echo dots" in line)
-        # The dots' result: its bracket line, then its body wrapped over two rows.
-        dots = sum(line.count(".") for line in lines[at + 2 : at + 4])
-        assert dots == 80, screen
+        assert dots(screen) == 80, screen
     finally:
         subprocess.run([*tmux, "kill-server"], check=False, timeout=10)
 
