@@ -172,9 +172,16 @@ class _Arena:
         if self.swapper.stdout.readline().strip() != "ready":
             raise RuntimeError(f"the swapper of {self.figures.case} did not start")
 
-    async def run(self, session: Session, start: float, seconds: float) -> None:
+    async def run(self, session: Session, start: float, seconds: float, min_calls: int = 0) -> None:
+        """Calls for `seconds`, and on until there have been `min_calls` (a loaded machine gives
+        each case fewer calls in the window), but never past six windows."""
         figures = self.figures
-        while time.monotonic() - start < seconds:
+
+        def more() -> bool:
+            took = time.monotonic() - start
+            return took < seconds or (figures.calls < min_calls and took < 6 * seconds)
+
+        while more():
             shown = await session.run(self.tool, self.args)
             figures.calls += 1
             if session.last is not None and session.last.rkind != "error":
@@ -208,9 +215,10 @@ class _Arena:
             self.swapper.wait()
 
 
-async def race_all(runs: list[tuple[Path, str, str]], seconds: float) -> list[Figures]:
+async def race_all(runs: list[tuple[Path, str, str]], seconds: float,
+                   min_calls: int = 0) -> list[Figures]:  # fmt: skip
     """Run every (folder, case, mode) of `runs` at once, each against its own swapper, in one
-    window of `seconds`; their figures."""
+    window of `seconds` (longer for a case until it has made `min_calls`); their figures."""
     arenas: list[_Arena] = []
     try:
         for tmp, case, mode in runs:
@@ -224,7 +232,8 @@ async def race_all(runs: list[tuple[Path, str, str]], seconds: float) -> list[Fi
                 sessions.append(await Session.start(writer, arena.ws, title="race"))
             start = time.monotonic()
             pairs = zip(arenas, sessions, strict=True)
-            await asyncio.gather(*(arena.run(session, start, seconds) for arena, session in pairs))
+            await asyncio.gather(*(arena.run(session, start, seconds, min_calls)
+                                   for arena, session in pairs))  # fmt: skip
             for session in sessions:
                 await session.end()
     finally:
