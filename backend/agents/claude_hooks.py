@@ -24,6 +24,7 @@ What the model gets, per tool (README "Use it with Claude Code / Codex" has the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -46,8 +47,17 @@ from ..tools import ToolError
 from . import live
 
 OWN_TOOLS = "mcp__ctxview__"
-_EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write", "NotebookEdit": "edit"}
-_TOOL_NAMES = {"Bash": "bash", "Read": "read", **_EDITS}
+_EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write"}
+# Claude Code's searches as the engine's `dedupe.by_result` tools (LS: versions before 2.1).
+_SEARCHES = {"Grep": "grep", "Glob": "glob", "LS": "list"}
+_TOOL_NAMES = {"Bash": "bash", "Read": "read", "NotebookEdit": "edit", **_EDITS, **_SEARCHES}
+# The line Claude Code (2.1.328) puts before a search's results when its time limit stopped it.
+_STOPPED = ("The search stopped before it finished, most likely at its time limit, so these "
+            "results are incomplete: more matches may exist. Search a more specific path or "
+            "pattern.")  # fmt: skip
+# Grep fields Claude Code turns into text around `content`: in our answer that text is already
+# part of the result, so they go.
+_GREP_NOTES = ("appliedLimit", "appliedOffset", "timedOut")
 # A hook's writes give up well inside Claude Code's 2 s budget rather than wait on a lock.
 BUSY_MS = 900
 
@@ -316,6 +326,20 @@ class HookEngine:
             shown = await self._edit(session, name, args, resp, ref)
             if shown is not None:
                 return _post(None, shown)
+        if name == "NotebookEdit" and isinstance(resp, dict):
+            shown = await self._notebook(session, args, resp, ref)
+            if shown is not None:
+                return _post(None, shown)
+        if name in ("Grep", "Glob") and isinstance(resp, dict) and _names(resp.get("filenames")):
+            return _post(await self._search(session, name, args, resp, ref))
+        if name == "LS" and isinstance(resp, str):  # a listing (LS answered with its text)
+            return _post(await session.insert("list", args, resp, call_ref=ref, seen=len(resp)))
+        if name == "WebFetch" and isinstance(resp, dict) and isinstance(resp.get("result"), str):
+            text = resp["result"]
+            shown = await session.insert(name, args, text, call_ref=ref, seen=len(text))
+            # Claude Code sends `result` as it is; `citable` would cut it into search-result
+            # blocks of its own.
+            return _post({**_without(resp, "citable"), "result": shown})
         return await self._generic(session, name, args, resp, ref)
 
     async def _read_tool(self, session: Session, args: dict[str, Any], resp: dict[str, Any],
@@ -391,6 +415,38 @@ class HookEngine:
             _EDITS[name], {"path": path, **_without(args, "file_path")}, [(path, key, old, new)],
             call_ref=ref, seen=len(json.dumps(resp, default=str)),
         )  # fmt: skip
+
+    async def _notebook(self, session: Session, args: dict[str, Any], resp: dict[str, Any],
+                        ref: str | None) -> str | None:  # fmt: skip
+        """NotebookEdit: Claude Code's answer is built from the cell ("Updated cell … with …"),
+        so, as for an edit, the id and the diff of the notebook file go as context."""
+        path = resp.get("notebook_path") or args.get("notebook_path")
+        old, new = resp.get("original_file"), resp.get("updated_file")
+        if resp.get("error") or not isinstance(path, str) or not isinstance(old, str):
+            return None  # a failed edit: stored, its id beside Claude Code's error
+        # The file as written, so its hash is the one a later read finds.
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            new = Path(path).read_text(encoding="utf-8")
+        if not isinstance(new, str):
+            return None
+        return await session.insert_edit(
+            "edit", {"path": path, **_without(args, "notebook_path")},
+            [(path, _key(session, path), old, new)], call_ref=ref,
+            seen=len(json.dumps(resp, default=str)),
+        )  # fmt: skip
+
+    async def _search(self, session: Session, name: str, args: dict[str, Any],
+                      resp: dict[str, Any], ref: str | None) -> dict[str, Any]:  # fmt: skip
+        """Grep and Glob: the text Claude Code would send is the result of a search (§6: the
+        same call with the same result again is the same-result stub, §3: capped), and the
+        3.0.0 text goes back in a form Claude Code sends exactly as it is."""
+        text = _grep_text(resp) if name == "Grep" else _glob_text(resp)
+        shown = await session.insert(_SEARCHES[name], args, text, call_ref=ref, seen=len(text))
+        if name == "Grep":  # in content mode Grep sends `content` alone
+            return {**{k: v for k, v in resp.items() if k not in _GREP_NOTES}, "mode": "content",
+                    "content": shown, "numLines": shown.count("\n") + 1}  # fmt: skip
+        # Glob sends its file names one a line (and a note when truncated or stopped)
+        return {**_without(resp, "timedOut"), "filenames": shown.split("\n"), "truncated": False}
 
     async def _failed(self, session: Session, p: dict[str, Any]) -> dict[str, Any] | None:
         """A tool that failed (a command's non-zero exit, an edit whose string is not there):
@@ -480,6 +536,68 @@ def _key(session: Session, path: str) -> str:
         return session.workspace.resolve(path)
     except ToolError:
         return os.path.realpath(path)
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else f"{word}s"
+
+
+def _pagination(limit: Any, offset: Any) -> str:
+    parts = [f"limit: {limit}"] if limit is not None else []
+    if offset:
+        parts.append(f"offset: {offset}")
+    return ", ".join(parts)
+
+
+def _grep_text(resp: dict[str, Any]) -> str:
+    """What Claude Code 2.1.328 sends the model for a Grep output (its
+    `mapToolResultToToolResultBlockParam`, mode by mode)."""
+    mode = resp.get("mode") or "files_with_matches"
+    head = f"{_STOPPED}\n\n" if resp.get("timedOut") else ""
+    offset = resp.get("appliedOffset")
+    page = _pagination(resp.get("appliedLimit"), offset)
+    content = resp.get("content") if isinstance(resp.get("content"), str) else ""
+    if mode == "content":
+        body = content or ("No entries at this offset" if offset and (
+            resp.get("totalLines") or 0) > 0 else "No matches found")  # fmt: skip
+        return head + (f"{body}\n\n[Showing results with pagination = {page}]" if page else body)
+    if mode == "count":
+        matches, files = _whole(resp.get("numMatches"), 0), _whole(resp.get("numFiles"), 0)
+        body = content or ("No entries at this offset" if matches > 0 else "No matches found")
+        return (f"{head}{body}\n\nFound {matches} total {_plural(matches, 'occurrence')} across "
+                f"{files} {_plural(files, 'file')}.{f' with pagination = {page}' if page else ''}")
+    files = _whole(resp.get("numFiles"), 0)
+    if files == 0:
+        if offset and (resp.get("totalFiles") or 0) > 0:
+            return f"{head}No entries at this offset. [Showing results with pagination = {page}]"
+        return f"{head}No files found"
+    names = "\n".join(resp["filenames"])
+    return f"{head}Found {files} {_plural(files, 'file')}{f' {page}' if page else ''}\n{names}"
+
+
+def _glob_text(resp: dict[str, Any]) -> str:
+    """What Claude Code 2.1.328 sends the model for a Glob output."""
+    head = f"{_STOPPED}\n\n" if resp.get("timedOut") else ""
+    names: list[str] = list(resp["filenames"])
+    if not names:
+        return f"{head}No files found"
+    if resp.get("truncated"):
+        total = resp.get("totalMatches")
+        if not isinstance(total, int):
+            names.append("(Results are truncated. Consider using a more specific path or "
+                         "pattern.)")  # fmt: skip
+        elif resp.get("countIsComplete"):
+            names.append(f"(Showing {len(names)} of {total} matching files; "
+                         f"{total - len(names)} more are not listed. Narrow the pattern or path "
+                         "to see the rest.)")  # fmt: skip
+        else:
+            names.append(f"(Showing the first {len(names)} files; there are more than {total} "
+                         "matches. Narrow the pattern or path to see the rest.)")  # fmt: skip
+    return head + "\n".join(names)
 
 
 def _whole(value: Any, default: int) -> int:

@@ -152,6 +152,166 @@ async def test_other_tools_are_generic_and_ctxviews_own_pass(engine, tmp_path):
     assert await engine.handle("PostToolUse", own) is None
 
 
+def tool_input(tmp_path: Path, tool: str, args: dict[str, Any], response: Any,
+               ref: str) -> dict[str, Any]:  # fmt: skip
+    return base(tmp_path, hook_event_name="PostToolUse", tool_name=tool, tool_use_id=ref,
+                tool_input=args, tool_response=response)  # fmt: skip
+
+
+def grep_lines(n: int) -> str:
+    return "\n".join(f"src/m{i % 40}.py:{i}:    value_{i} = compute({i})" for i in range(n))
+
+
+def stored(engine: HookEngine, rid: int) -> tuple[str, str]:
+    conn = sqlite3.connect(engine.store)
+    try:
+        return conn.execute("SELECT shown, stored FROM bodies WHERE rid = ?", (rid,)).fetchone()
+    finally:
+        conn.close()
+
+
+async def test_grep_is_a_search_capped_and_the_same_result_stub_in_every_mode(engine, tmp_path):
+    """Grep's output (2.1.328: {mode, numFiles, filenames, content, numLines, …}) goes back in
+    content mode, whose `content` Claude Code sends as it is: the id, the cap, the stub."""
+    big = grep_lines(3000)
+    args = {"pattern": "value_", "output_mode": "content", "-n": True, "head_limit": 0}
+    resp = {"mode": "content", "numFiles": 0, "filenames": [], "content": big,
+            "numLines": 3000, "totalLines": 3000}  # fmt: skip
+    one = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Grep", args, resp,
+                                                                "g1")))  # fmt: skip
+    assert one["mode"] == "content" and one["content"].startswith("[#1000]\nsrc/m0.py:0:")
+    assert "[2700 lines elided, full output #1000]" in one["content"]
+    assert one["content"].endswith("value_2999 = compute(2999)")
+    assert one["numLines"] == one["content"].count("\n") + 1 == 302
+    assert stored(engine, 0x1000) == (one["content"], big)  # in full, before the cap
+    two = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Grep", args, resp,
+                                                                "g2")))  # fmt: skip
+    assert two["content"] == "[#1001] Same result as #1000."
+    # The default mode, file names: Claude Code's "Found N files" text is the result.
+    args = {"pattern": "compute"}
+    names = {"mode": "files_with_matches", "filenames": ["src/a.py", "src/b.py"], "numFiles": 2,
+             "totalFiles": 2, "appliedLimit": 250}  # fmt: skip
+    three = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Grep", args, names,
+                                                                  "g3")))  # fmt: skip
+    assert three["content"] == "[#1002]\nFound 2 files limit: 250\nsrc/a.py\nsrc/b.py"
+    assert "appliedLimit" not in three and three["filenames"] == names["filenames"]
+    # Another result for the same call (a file changed): in full again, never a stub.
+    changed = {**names, "filenames": ["src/a.py"], "numFiles": 1, "totalFiles": 1}
+    four = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Grep", args, changed,
+                                                                 "g4")))  # fmt: skip
+    assert four["content"] == "[#1003]\nFound 1 file limit: 250\nsrc/a.py"
+    count = {"mode": "count", "numFiles": 2, "filenames": [], "content": "a.py:3\nb.py:1",
+             "numMatches": 4}  # fmt: skip
+    five = updated(await engine.handle("PostToolUse", tool_input(
+        tmp_path, "Grep", {"pattern": "x", "output_mode": "count"}, count, "g5")))  # fmt: skip
+    assert five["content"] == ("[#1004]\na.py:3\nb.py:1\n\nFound 4 total occurrences across 2 "
+                               "files.")  # fmt: skip
+    none = {"mode": "files_with_matches", "filenames": [], "numFiles": 0, "timedOut": True}
+    six = updated(await engine.handle("PostToolUse", tool_input(
+        tmp_path, "Grep", {"pattern": "zzz"}, none, "g6")))  # fmt: skip
+    assert six["content"].startswith("[#1005]\nThe search stopped before it finished")
+    assert six["content"].endswith("\n\nNo files found") and "timedOut" not in six
+
+
+async def test_glob_is_a_search_its_names_one_a_line(engine, tmp_path):
+    """Glob (2.1.328: {filenames, numFiles, truncated, durationMs, …}): Claude Code sends the
+    names one a line, so the 3.0.0 text goes back as the names."""
+    names = [f"src/pkg/module_{i:04d}.py" for i in range(100)]
+    resp = {"filenames": names, "numFiles": 100, "truncated": True, "durationMs": 12,
+            "totalMatches": 3000, "countIsComplete": True}  # fmt: skip
+    args = {"pattern": "**/*.py"}
+    one = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Glob", args, resp,
+                                                                "l1")))  # fmt: skip
+    assert one["filenames"][0] == "[#1000]" and one["filenames"][1:101] == names
+    assert one["filenames"][-1] == ("(Showing 100 of 3000 matching files; 2900 more are not "
+                                    "listed. Narrow the pattern or path to see the rest.)")
+    assert one["truncated"] is False and one["durationMs"] == 12  # no note of Claude Code's
+    two = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Glob", args, resp,
+                                                                "l2")))  # fmt: skip
+    assert two["filenames"] == ["[#1001] Same result as #1000."]
+    # Over the cap (a Glob without Claude Code's own limit of 100): capped.
+    many = {"filenames": [f"f{i}.txt" for i in range(1000)], "numFiles": 1000,
+            "truncated": False, "durationMs": 30}  # fmt: skip
+    three = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Glob", {
+        "pattern": "*.txt"}, many, "l3")))  # fmt: skip
+    assert three["filenames"][:2] == ["[#1002]", "f0.txt"] and three["filenames"][-1] == "f999.txt"
+    assert "[700 lines elided, full output #1002]" in three["filenames"]
+    empty = {"filenames": [], "numFiles": 0, "truncated": False, "durationMs": 1}
+    four = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Glob", {
+        "pattern": "*.none"}, empty, "l4")))  # fmt: skip
+    assert four["filenames"] == ["[#1003]", "No files found"]
+    # LS (before 2.1 Claude Code answered with the listing's text): a listing too.
+    ls = "- /proj/\n  - a.py\n  - b.py\n"
+    assert updated(await engine.handle("PostToolUse", tool_input(
+        tmp_path, "LS", {"path": "/proj"}, ls, "s1"))) == f"[#1004]\n{ls}"  # fmt: skip
+    assert updated(await engine.handle("PostToolUse", tool_input(
+        tmp_path, "LS", {"path": "/proj"}, ls, "s2"))) == "[#1005] Same result as #1004."
+
+
+async def test_webfetch_is_capped_and_never_a_stub(engine, tmp_path):
+    """WebFetch (2.1.328: {bytes, code, codeText, result, durationMs, url}): Claude Code sends
+    `result`; a page fetched twice is two results (§6 is for searches only)."""
+    page = "\n".join(f"Paragraph {i}: the answer the prompt asked for." for i in range(600))
+    resp = {"bytes": 123456, "code": 200, "codeText": "OK", "result": page, "durationMs": 800,
+            "url": "https://example.com/doc", "citable": True}  # fmt: skip
+    args = {"url": "https://example.com/doc", "prompt": "summarise"}
+    one = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "WebFetch", args, resp,
+                                                                "w1")))  # fmt: skip
+    assert one["result"].startswith("[#1000]\nParagraph 0:")
+    assert "[300 lines elided, full output #1000]" in one["result"]
+    assert "citable" not in one and one["code"] == 200 and one["url"] == resp["url"]
+    assert stored(engine, 0x1000)[1] == page
+    two = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "WebFetch", args, resp,
+                                                                "w2")))  # fmt: skip
+    assert two["result"].startswith("[#1001]\nParagraph 0:")
+
+
+async def test_a_notebook_edit_answers_with_its_id_and_the_notebooks_diff(engine, tmp_path):
+    nb = tmp_path / "proj" / "n.ipynb"
+
+    def notebook(source: str) -> str:
+        return json.dumps({"cells": [{"cell_type": "code", "id": "c1", "metadata": {},
+                                      "source": [source], "outputs": [],
+                                      "execution_count": None}],
+                           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+    before, after = notebook("x = 1"), notebook("x = 2")
+    nb.write_text(after)
+    payload = tool_input(tmp_path, "NotebookEdit", {
+        "notebook_path": str(nb), "cell_id": "c1", "new_source": "x = 2"}, {
+        "new_source": "x = 2", "old_source": "x = 1", "cell_id": "c1", "cell_type": "code",
+        "language": "python", "edit_mode": "replace", "notebook_path": str(nb),
+        "original_file": before, "updated_file": after}, "n1")  # fmt: skip
+    hso = (await engine.handle("PostToolUse", payload))["hookSpecificOutput"]
+    assert "updatedToolOutput" not in hso  # "Updated cell c1 with x = 2" stays
+    ctx = hso["additionalContext"]
+    assert ctx.startswith(f"[#1000 {nb} sha ") and '-    "x = 1"' in ctx and '+    "x = 2"' in ctx
+    failed = {**payload, "tool_use_id": "n2", "tool_response": {
+        **payload["tool_response"], "error": "Cell with ID \"c9\" not found in notebook."}}
+    hso = (await engine.handle("PostToolUse", failed))["hookSpecificOutput"]
+    assert hso["additionalContext"] == "[#1001] is the id of this NotebookEdit result."
+
+
+def test_the_hook_command_caps_and_stubs_a_grep(tmp_path: Path) -> None:
+    """Through the command Claude Code runs: a 3,000-line Grep twice."""
+    store = tmp_path / "store.db"
+    (tmp_path / "proj").mkdir()
+    resp = {"mode": "content", "numFiles": 0, "filenames": [], "content": grep_lines(3000),
+            "numLines": 3000}  # fmt: skip
+    args = {"pattern": "value_", "output_mode": "content"}
+    try:
+        outs = []
+        for ref in ("g1", "g2"):
+            done, _ = _client(store, json.dumps(tool_input(tmp_path, "Grep", args, resp,
+                                                           ref)).encode())  # fmt: skip
+            assert done.returncode == 0 and done.stderr == b""
+            outs.append(json.loads(done.stdout)["hookSpecificOutput"]["updatedToolOutput"])
+        assert outs[0]["content"].startswith("[#1000]\n")
+        assert "[2700 lines elided, full output #1000]" in outs[0]["content"]
+        assert outs[1]["content"] == "[#1001] Same result as #1000."
+    finally:
+        stop(store)
+
+
 async def test_a_failed_call_is_stored_and_its_id_given_beside_the_error(engine, tmp_path):
     failed = base(tmp_path, hook_event_name="PostToolUseFailure", tool_name="Bash",
                   tool_use_id="f1", tool_input={"command": "ls nope"},
