@@ -273,12 +273,13 @@ def test_full_disk_says_the_disk_is_full(tmp_path: Path, small_disk: Path) -> No
 def test_busy_store_says_it_is_busy(tmp_path: Path) -> None:
     store = tmp_path / "store.db"
     asyncio.run(make_store(store, tmp_path))
-    # Another process holds the write lock for longer than the busy timeout.
+    # Another process holds the write lock for longer than the busy timeout (until it is killed
+    # below: 30 s could run out while a loaded machine started the two commands).
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sqlite3, sys, time\n"
          "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-         "c.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(30)\n",
+         "c.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(600)\n",
          str(store)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -17,7 +17,7 @@ async def test_close_right_after_a_new_session_returns(tmp_path: Path) -> None:
         await Session.start(writer, str(tmp_path), title="first")
         await asyncio.sleep(0.05)  # the renewing task is waiting for its next round
         second = await Session.start(writer, str(tmp_path), title="second")
-        await asyncio.wait_for(writer.close(), 5)
+        await asyncio.wait_for(writer.close(), 30)  # never returned before the fix
         reader = await Reader.open(tmp_path / f"s{i}.db")
         try:
             row = await reader.session(second.id)
