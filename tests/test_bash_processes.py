@@ -188,10 +188,18 @@ def test_a_killed_engine_takes_its_background_processes_with_it(tmp_path: Path) 
         _cleanup(token)
 
 
-async def test_a_background_call_that_times_out_leaves_no_log(tmp_path: Path) -> None:
+async def test_a_background_call_that_times_out_leaves_no_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tempfile
 
+    # A temporary folder of this test's own: in the shared /tmp another run's background calls
+    # come and go meanwhile.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     logs = set(Path(tempfile.gettempdir()).glob("ctxview-bash-*.log"))
+    assert not logs
     async with workspace_and_writer(tmp_path, {}) as (ws, writer):
         session = await Session.start(writer, ws)
         shown = await session.run("bash", {"command": "echo up; sleep 30", "timeout": 3,
