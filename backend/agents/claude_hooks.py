@@ -14,8 +14,13 @@ What the model gets, per tool (README "Use it with Claude Code / Codex" has the 
 - Bash: `stdout` becomes the engine's text (id, output capped, `stderr` after `stdout`); a plain
   `rg`/`grep`/`find`/`ls` (the Codex importer's classification) is a search, so the same search
   with the same output is the same-result stub.
-- Edit, MultiEdit, Write: Claude Code's own answer names the file only, so the id and the diff
-  go as the hook's `additionalContext`, which follows the result.
+- Grep, Glob (and LS, before 2.1): searches. The text Claude Code would send (built as its own
+  rendering builds it from the output's fields) is the result: capped, and the same call with
+  the same text again is the same-result stub. It goes back where Claude Code sends a field as
+  it is: Grep in content mode (`content`), Glob as its `filenames`, one a line.
+- WebFetch: `result` becomes the engine's text (id, capped); never a stub (§6 is for searches).
+- Edit, MultiEdit, Write, NotebookEdit: Claude Code's own answer names the file (or the cell)
+  only, so the id and the diff go as the hook's `additionalContext`, which follows the result.
 - Anything else: a string output or a `content` list of text blocks is replaced by the capped
   generic text; another shape keeps its output and gets its id as `additionalContext`.
 - `mcp__ctxview__*`: untouched (the MCP server already answered through the engine).
