@@ -711,8 +711,18 @@ class HtmlExport:
         return f"{self.threshold / 1e6:g} MB a page" if self.threshold else "a size"
 
 
+def list_facts(row: SessionRow) -> tuple[str, str]:
+    """(state, source) as the viewer's session list shows them: live only while a writer holds
+    the session (an imported session that never ended is not live), and a pulled session's
+    source with the machine it came from."""
+    machine = row.extra.get("machine")
+    return ("live" if row.live else "ended",
+            f"{row.source}@{machine}" if machine else row.source)  # fmt: skip
+
+
 def session_index(out: Path, rows: list[tuple[SessionRow, str, int]], note: str) -> None:
-    """`--all`: an index of every session, with the session list's facts, linking each file."""
+    """`--all`: an index of every session, with the session list's facts (its columns: title,
+    started, results, state, saved, source, workspace), linking each file."""
     with open(out, "w", encoding="utf-8", newline="\n") as f:
         f.write(head("ctxview sessions"))
         f.write('<header class="top"><h1>Sessions</h1>'
@@ -720,14 +730,15 @@ def session_index(out: Path, rows: list[tuple[SessionRow, str, int]], note: str)
                 "their session.</p></header><main>")  # fmt: skip
         f.write('<table class="sessions"><tr><th>session</th><th>started</th><th>state</th>'
                 '<th class="num">results</th><th class="num">saved</th><th>title</th>'
-                "<th>source</th></tr>")  # fmt: skip
+                "<th>source</th><th>workspace</th></tr>")  # fmt: skip
         for row, name, agents in rows:
-            state = "live" if row.ended is None else "ended"
+            state, source = list_facts(row)
             title = esc(row.title) + (f' <span class="dim">(+{agents} sub-agents)</span>'
                                       if agents else "")  # fmt: skip
             f.write(f'<tr><td class="mono"><a href="{attr(name)}">{esc(row.id)}</a></td>'
                     f"<td>{_when(row.started)}</td><td>{state}</td>"
                     f'<td class="num">{row.results:,}</td><td class="num">{row.chars_saved:,}</td>'
-                    f"<td>{title}</td><td>{esc(row.source)}</td></tr>")  # fmt: skip
+                    f'<td>{title}</td><td>{esc(source)}</td><td class="mono">'
+                    f"{esc(row.workspace) or '—'}</td></tr>")  # fmt: skip
         f.write(f'</table></main><footer id="redactions"><p>{esc(note)}.</p></footer>')
         f.write(tail())

@@ -102,13 +102,17 @@ def export_all(source: Source, fmt: str, folder: Path, page_bytes: int | None) -
 
 
 def _md_index(path: Path, listed: list, note: str) -> None:  # type: ignore[type-arg]
-    lines = ["# Sessions\n", "| session | started | state | results | saved | title |",
-             "|---|---|---|---:|---:|---|"]  # fmt: skip
+    lines = ["# Sessions\n",
+             "| session | started | state | results | saved | title | source | workspace |",
+             "|---|---|---|---:|---:|---|---|---|"]  # fmt: skip
     for row, name, _ in listed:
-        state = "live" if row.ended is None else "ended"
-        title = " ".join(row.title.split()).replace("|", "\\|").replace("<", "&lt;")
+        state, source = html.list_facts(row)
+        title, source, workspace = (
+            " ".join(t.split()).replace("|", "\\|").replace("<", "&lt;")
+            for t in (row.title, source, row.workspace))  # fmt: skip
         lines.append(f"| [`{row.id}`]({name}) | {markdown._when(row.started)} | {state} | "
-                     f"{row.results:,} | {row.chars_saved:,} | {title} |")  # fmt: skip
+                     f"{row.results:,} | {row.chars_saved:,} | {title} | {source} | "
+                     f"{workspace or '—'} |")  # fmt: skip
     lines.append(f"\n{note}.\n")
     path.write_text("\n".join(lines), encoding="utf-8")
 
