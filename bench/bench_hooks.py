@@ -7,8 +7,9 @@ session (issue 9: p95 <= 100 ms at every size).
 What is timed is what Claude Code waits for: a fresh process of the command `ctxview install
 claude-code` writes (`python -S …/backend/agents/hook_client.py post-tool-use`), fed a
 PostToolUse input on stdin and read to its exit; its CPU time is reported beside. The calls cycle
-through a Read of a 300-line file, a Bash command with a 200-line output and a search through
-Bash (`rg`), the shapes Claude Code 2.1.328 sends. Each size gets its own store, filled first
+through a Read of a 300-line file, a Bash command with a 200-line output, a search through Bash
+(`rg`), a Grep in content mode with 500 matching lines (capped) and a Glob of 100 paths (the same
+pattern each time: the same-result stub), the shapes Claude Code 2.1.328 sends. Each size gets its own store, filled first
 with that many results in the hooked session `cc-<id>`; the first call (which starts the
 resident engine and resumes the session from the store) is reported apart as "cold".
 
@@ -57,8 +58,10 @@ def payloads(root: Path, n: int) -> list[dict[str, Any]]:
     base = {"session_id": SID, "cwd": str(root), "transcript_path": str(root / "none.jsonl"),
             "hook_event_name": "PostToolUse"}  # fmt: skip
     out = []
+    grep = "\n".join(f"code.py:{j}:    return {j}" for j in range(500))
+    names = [f"src/pkg/module_{j:03d}.py" for j in range(100)]
     for i in range(n):
-        kind = i % 3
+        kind = i % 5
         if kind == 0:
             p = {"tool_name": "Read", "tool_input": {"file_path": str(f)},
                  "tool_response": {"type": "text", "file": {
@@ -69,10 +72,19 @@ def payloads(root: Path, n: int) -> list[dict[str, Any]]:
             p = {"tool_name": "Bash", "tool_input": {"command": f"make step{i}"},
                  "tool_response": {"stdout": text, "stderr": "", "interrupted": False,
                                    "isImage": False}}  # fmt: skip
-        else:
+        elif kind == 2:
             p = {"tool_name": "Bash", "tool_input": {"command": "rg -n def"},
                  "tool_response": {"stdout": "code.py:1:def f0():", "stderr": "",
                                    "interrupted": False, "isImage": False}}  # fmt: skip
+        elif kind == 3:
+            p = {"tool_name": "Grep", "tool_input": {"pattern": f"return {i}",
+                                                     "output_mode": "content"},
+                 "tool_response": {"mode": "content", "numFiles": 0, "filenames": [],
+                                   "content": grep, "numLines": 500}}  # fmt: skip
+        else:
+            p = {"tool_name": "Glob", "tool_input": {"pattern": "src/**/*.py"},
+                 "tool_response": {"filenames": names, "numFiles": 100, "truncated": False,
+                                   "durationMs": 9}}  # fmt: skip
         out.append({**base, **p, "tool_use_id": f"toolu_{i:06d}"})
     return out
 
@@ -105,7 +117,8 @@ def one_call(payload: dict[str, Any], store: Path) -> tuple[float, bytes]:
     return wall, done.stdout
 
 
-async def engine_steps(store: Path, calls: list[dict[str, Any]]) -> list[float]:
+async def engine_steps(store: Path, calls: list[dict[str, Any]]) -> list[tuple[str, float]]:
+    """The engine's step alone per call: (the tool, ms)."""
     engine = HookEngine(store)
     await engine.open()
     try:
@@ -114,7 +127,7 @@ async def engine_steps(store: Path, calls: list[dict[str, Any]]) -> list[float]:
         for p in calls[1:]:
             t = time.perf_counter()
             await engine.handle("PostToolUse", p)
-            times.append((time.perf_counter() - t) * 1000)
+            times.append((p["tool_name"], (time.perf_counter() - t) * 1000))
         return times
     finally:
         await engine.close()
@@ -170,9 +183,14 @@ def main() -> int:
                     floor.append(bare_start())  # interleaved: the same load for both
             finally:
                 stop(store)
-            steps = asyncio.run(engine_steps(store, payloads(root, 61)))
+            by_tool = asyncio.run(engine_steps(store, payloads(root, 61)))
+        steps = [ms for _, ms in by_tool]
+        tools = sorted({t for t, _ in by_tool})
+        print(f"{size:>6} results: engine step p50 by tool: " + ", ".join(
+            f"{t} {statistics.median(ms for x, ms in by_tool if x == t):.1f} ms" for t in tools))
         p50, p95 = statistics.median(times), pct(times, 95)
         met = p95 <= TARGET_MS
+        print(f"{size:>6} results: load average {os.getloadavg()[0]:.2f} after the calls")
         print(f"{size:>6} results: a bare `python -S -c pass` beside it: p50 "
               f"{statistics.median(floor):6.1f} ms  p95 {pct(floor, 95):6.1f} ms")  # fmt: skip
         ok &= met
