@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 BIN = Path("/usr/lib/postgresql/15/bin")
 PASSWORD = "s3cret-pw"
 
@@ -30,6 +32,21 @@ def available() -> str | None:
         except KeyError:
             return "running as root and there is no postgres user to run the server"
     return None
+
+
+# What the sync test modules share: their skip, a cluster per module and a database per test.
+needs_postgres = pytest.mark.skipif(available() is not None, reason=str(available()))
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with running() as c:
+        yield c
+
+
+@pytest.fixture
+def url(cluster: Cluster) -> str:
+    return new_db(cluster)
 
 
 def _free_port() -> int:
@@ -219,10 +236,15 @@ def store(tmp: Path, name: str, sid: str, n: int, size: int = 200) -> Path:
 
 
 def until(check: object, seconds: float = 20) -> None:
+    import sqlite3
+
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
+        try:
+            if check():  # type: ignore[operator]
+                return
+        except sqlite3.OperationalError:  # a replica made, its schema not yet (a loaded machine)
+            pass
         time.sleep(0.1)
     raise AssertionError("not reached in time")
 

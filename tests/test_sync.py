@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,19 +17,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 import pg_helpers
 from pg_helpers import ctx, spawn, store, until
 
-pytestmark = pytest.mark.skipif(pg_helpers.available() is not None,
-                                reason=str(pg_helpers.available()))  # fmt: skip
+cluster, url = pg_helpers.cluster, pg_helpers.url  # the fixtures both sync modules use
 
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[pg_helpers.Cluster]:
-    with pg_helpers.running() as c:
-        yield c
-
-
-@pytest.fixture
-def url(cluster: pg_helpers.Cluster) -> str:
-    return pg_helpers.new_db(cluster)
+pytestmark = pg_helpers.needs_postgres
 
 
 def test_push_pull_exact_and_idempotent(tmp_path: Path, url: str) -> None:

@@ -11,31 +11,19 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import pg_helpers
 from pg_helpers import ctx, store
 
+cluster, url = pg_helpers.cluster, pg_helpers.url  # the fixtures both sync modules use
+
 ROUND_RESULTS = 120  # a round's new results: a call and a result each
 ROUND_EVENTS = 2 * ROUND_RESULTS
 
-pytestmark = pytest.mark.skipif(pg_helpers.available() is not None,
-                                reason=str(pg_helpers.available()))  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[pg_helpers.Cluster]:
-    with pg_helpers.running() as c:
-        yield c
-
-
-@pytest.fixture
-def url(cluster: pg_helpers.Cluster) -> str:
-    return pg_helpers.new_db(cluster)
+pytestmark = pg_helpers.needs_postgres
 
 
 def _local_events(path: Path) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
 import time
 from datetime import datetime
@@ -22,3 +24,22 @@ def parse_since(text: str | None) -> float | None:
         return datetime.fromisoformat(text.strip()).timestamp()
     except ValueError:
         raise CliError(f"--since {text!r} is neither a date (2026-12-01) nor an age (2h, 7d).") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser, flag: str, env: str, url_help: str,
+                  watch_help: str) -> None:  # fmt: skip
+    """What push and pull both take: the server's URL (`flag`, or $`env`), --since, --watch,
+    --quiet (each adds its own --session and filters)."""
+    parser.add_argument(flag, dest="url", metavar="URL", default=os.environ.get(env),
+                        help=f"{url_help} (${env})")  # fmt: skip
+    parser.add_argument("--since", metavar="WHEN", help="sessions started since (2h, 2026-12-01)")
+    parser.add_argument("--watch", action="store_true", help=watch_help)
+    parser.add_argument("--quiet", action="store_true", help="no summary line")
+
+
+def url_and_since(args: argparse.Namespace, command: str, flag: str) -> tuple[str, float | None]:
+    from ..cli import CliError
+
+    if not args.url:
+        raise CliError(f"{command} needs {flag} postgresql://user@host/dbname.")
+    return str(args.url), parse_since(args.since)

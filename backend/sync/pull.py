@@ -9,7 +9,7 @@ import asyncio
 import json
 import os
 import sqlite3
-import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,8 @@ import psycopg
 from ..store import schema
 from ..store.paths import prepare
 from ..store.records import EVENT_COLUMNS
-from .push import SESSION_FIELDS
-from .remote import CHANNEL, RemoteError, connect, sentence, transient
+from .push import SESSION_FIELDS, last_rid
+from .remote import CHANNEL, RemoteError, connect, retry_after, run, trace
 
 ROWS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
 FTS_MAX = 1_000_000
@@ -43,6 +43,7 @@ class Puller:
         self.local = open_replica(path)
         self.pg: psycopg.AsyncConnection[Any] | None = None
         self.rows = 0
+        self.woke = 0.0  # when a NOTIFY came (trace)
 
     async def open(self) -> None:
         self.pg = await connect(self.url, autocommit=True)
@@ -111,10 +112,12 @@ class Puller:
                 (machine, sid, mark["body"], ROWS_PER_TX // 4),
             )  # fmt: skip
             bodies = await cur.fetchall()
+            fetched = time.time()
             if not events and not bodies and mark["version"] == version and not replace:
                 return
             await asyncio.to_thread(self._write, machine, sid, local_id, fields, events, bodies,
                                     mark, version, epoch, replace)  # fmt: skip
+            trace("pull", self.woke, fetched, time.time(), last_rid(events))
             replace = False
             if len(events) < ROWS_PER_TX and len(bodies) < ROWS_PER_TX // 4:
                 return
@@ -167,34 +170,24 @@ class Puller:
             raise
         self.rows += len(events) + len(bodies)
 
+    # What `remote.run` needs of a pull.
+    async def first(self) -> None:
+        await self.pull_all()
 
-def say(message: str) -> None:
-    print(f"ctxview: {message}", file=sys.stderr, flush=True)
+    async def watch(self, away: bool) -> None:
+        await _watch(self)  # with the server away, its first loop connects and pulls all
+
+    def summary(self) -> str:
+        return f"Pulled {self.rows:,} rows into {self.path}."
+
+    def close_local(self) -> None:
+        self.local.close()
 
 
 async def pull(path: Path, url: str, *, machine: str | None = None, session: str | None = None,
                since: float | None = None, watch: bool = False, quiet: bool = False) -> int:  # fmt: skip
     puller = Puller(path, url, machine=machine, session=session, since=since)
-    try:
-        try:
-            await puller.open()
-            await puller.pull_all()
-        except (psycopg.Error, RemoteError) as exc:
-            error = exc if isinstance(exc, RemoteError) else RemoteError(
-                sentence(exc, url, "pull"), transient(exc))
-            if not (watch and error.transient):
-                raise error from None
-            say(f"{error} Retrying.")  # --watch: wait for the server as for a restart
-            await puller.close()
-            await _watch(puller)
-        if not quiet:
-            print(f"Pulled {puller.rows:,} rows into {path}.", flush=True)
-        if watch:
-            await _watch(puller)
-    finally:
-        await puller.close()
-        puller.local.close()
-    return 0
+    return await run(puller, "pull", watch=watch, quiet=quiet)
 
 
 async def _watch(puller: Puller) -> None:
@@ -215,19 +208,13 @@ async def _watch(puller: Puller) -> None:
             while True:
                 keys: set[tuple[str, str]] = set()
                 async for note in listen.notifies(timeout=3.0):
+                    puller.woke = time.time()
                     machine, _, sid = note.payload.partition("\t")
                     keys.add((machine, sid))
                     break
                 await puller.pull_all(keys if keys else None)
         except (psycopg.Error, RemoteError) as exc:
-            if not transient(exc):  # a wrong password or a newer schema: waiting will not help
-                raise exc if isinstance(exc, RemoteError) else RemoteError(
-                    sentence(exc, puller.url)) from None
-            text = str(exc) if isinstance(exc, RemoteError) else sentence(exc, puller.url)
-            say(text + f" Retrying in {delay:g} s.")
-            await puller.close()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            delay = await retry_after(exc, puller.url, delay, puller.close)
         finally:
             if listen is not None:
                 await listen.close()

@@ -9,7 +9,6 @@ import asyncio
 import os
 import socket
 import sqlite3
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,17 @@ import psycopg
 from ..store import schema
 from ..store.records import EVENT_COLUMNS
 from ..store.schema import StoreError
-from .remote import CHANNEL, SEARCH_CHARS, RemoteError, connect, sentence, transient
+from .remote import (
+    CHANNEL,
+    SEARCH_CHARS,
+    RemoteError,
+    connect,
+    event_type,
+    retry_after,
+    run,
+    say,
+    trace,
+)
 
 EVENTS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
 BODY_BYTES_PER_TX = 16 << 20
@@ -78,17 +87,51 @@ def _nul(value: Any) -> Any:
 
 
 _EV_COLS = ("machine", "session", "seq", *EVENT_COLUMNS, "fts")
+_EV_TYPES = ["text", "text", *(event_type(c) for c in ("seq", *EVENT_COLUMNS)), "text"]
+_BODY_COLS = ("machine", "session", "rid", "n", "shown", "stored", "fts")
+_BODY_TYPES = ["text", "text", "bigint", "bigint", "bytea", "bytea", "text"]
+
+
+def _stage(table: str, cols: tuple[str, ...], types: list[str]) -> str:
+    """A staging table of the connection: the rows as COPY sends them, `words` the text to
+    index. Its `fts` is computed by PostgreSQL as each row arrives (a generated column), so the
+    server's full-text parse (most of a push's time) runs while the client still sends."""
+    columns = [f"{c} {t}" for c, t in zip(cols[:-1], types[:-1], strict=True)]
+    return (f"CREATE TEMP TABLE IF NOT EXISTS {table} ({', '.join(columns)}, words text, "
+            "fts tsvector GENERATED ALWAYS AS (to_tsvector('simple', words)) STORED) "
+            "ON COMMIT DELETE ROWS")  # fmt: skip
+
+
+# A slice goes by binary COPY into the staging tables, then into the team's tables by one
+# INSERT ... SELECT in the slice's transaction (its watermark's): no statement per row, bytea not
+# hex-escaped. The staging tables empty themselves at each commit (or rollback).
+_STAGE_SQL = (_stage("ctxview_stage_events", _EV_COLS, _EV_TYPES) + "; "
+              + _stage("ctxview_stage_bodies", _BODY_COLS, _BODY_TYPES))  # fmt: skip
 _EV_SQL = (
-    f"INSERT INTO ctxview_events ({', '.join(_EV_COLS)}) VALUES "
-    f"({', '.join(['%s'] * (len(_EV_COLS) - 1))}, to_tsvector('simple', %s)) "
+    f"INSERT INTO ctxview_events ({', '.join(_EV_COLS)}) "
+    f"SELECT {', '.join(_EV_COLS)} FROM ctxview_stage_events "
     "ON CONFLICT (machine, session, seq) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in (*EVENT_COLUMNS, "fts"))
 )
 _BODY_SQL = (
-    "INSERT INTO ctxview_bodies (machine, session, rid, n, shown, stored, fts) "
-    "VALUES (%s, %s, %s, %s, %s, %s, to_tsvector('simple', %s)) "
+    f"INSERT INTO ctxview_bodies ({', '.join(_BODY_COLS)}) "
+    f"SELECT {', '.join(_BODY_COLS)} FROM ctxview_stage_bodies "
     "ON CONFLICT (machine, session, rid) DO NOTHING"
 )
+
+
+async def _copy(cur: psycopg.AsyncCursor[Any], table: str, cols: tuple[str, ...],
+                types: list[str], rows: list[tuple[Any, ...]]) -> None:  # fmt: skip
+    names = ", ".join((*cols[:-1], "words"))
+    async with cur.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(types)
+        for row in rows:
+            await copy.write_row(row)
+
+
+def last_rid(events: list[Any]) -> int:
+    at = 1 + EVENT_COLUMNS.index("rid")
+    return max((int(e[at]) for e in events if e[at] is not None), default=0)
 
 
 class Pusher:
@@ -103,9 +146,12 @@ class Pusher:
         self.rows = 0
         self.bytes = 0
         self.out = out
+        self.started = time.monotonic()
+        self.woke = self.read_at = 0.0  # when a commit was seen, a slice read (trace)
 
     async def open(self) -> None:
         self.pg = await connect(self.url)
+        await self.pg.execute(_STAGE_SQL)
         cur = await self.pg.execute(
             "SELECT id, pushed_seq, pushed_ts, pushed_body, "
             f"{', '.join(SESSION_FIELDS)} FROM ctxview_sessions WHERE machine = %s",
@@ -167,6 +213,7 @@ class Pusher:
                 len(bodies) >= EVENTS_PER_TX)
         finally:
             c.execute("COMMIT")
+        self.read_at = time.time()
         return events, bodies, more
 
     def _rewound(self, sid: str, mark: Mark) -> bool:
@@ -185,23 +232,29 @@ class Pusher:
         rewind = await asyncio.to_thread(self._rewound, sid, mark)
         if rewind:
             mark = Mark(0, None, mark.body, mark.fields)
+        events, bodies, more = await asyncio.to_thread(self._slice, sid, mark)
         while True:
-            events, bodies, more = await asyncio.to_thread(self._slice, sid, mark)
             if not events and not bodies and fields == mark.fields and not rewind:
                 return
-            await self._send(sid, fields, mark, events, bodies, rewind)
+            ahead = Mark(int(events[-1][0]) if events else mark.seq,
+                         float(events[-1][1]) if events else mark.ts,
+                         int(bodies[-1][0]) if bodies else mark.body, fields)  # fmt: skip
+            # The next slice is read from SQLite while PostgreSQL works on this one.
+            nxt = asyncio.ensure_future(asyncio.to_thread(self._slice, sid, ahead)) if more else None
+            try:
+                await self._send(sid, fields, events, bodies, rewind)
+            except BaseException:
+                if nxt is not None:  # its thread holds the SQLite connection: let it end
+                    await asyncio.gather(nxt, return_exceptions=True)
+                raise
             rewind = False
-            if events:
-                mark.seq, mark.ts = int(events[-1][0]), float(events[-1][1])
-            if bodies:
-                mark.body = int(bodies[-1][0])
-            mark.fields = fields
-            self.marks[sid] = mark
-            if not more:
+            self.marks[sid] = mark = ahead
+            if nxt is None:
                 return
+            events, bodies, more = await nxt
 
-    async def _send(self, sid: str, fields: tuple[Any, ...], mark: Mark, events: list[Any],
-                    bodies: list[Any], rewind: bool) -> None:  # fmt: skip
+    async def _send(self, sid: str, fields: tuple[Any, ...], events: list[Any], bodies: list[Any],
+                    rewind: bool) -> None:  # fmt: skip
         assert self.pg is not None
         m = self.machine
         ev_rows = []
@@ -217,6 +270,7 @@ class Pusher:
             body_rows.append((m, sid, rid, n, shown.encode("utf-8", "surrogatepass"), s_b,
                               stored[:SEARCH_CHARS].replace("\x00", " ")))  # fmt: skip
         cols = ", ".join(SESSION_FIELDS)
+        begun = time.time()
         async with self.pg.transaction(), self.pg.cursor() as cur:
             # The session row first, locked: one pusher at a time per session keeps the
             # bodies' order (pull's watermark) the order of their commits.
@@ -235,9 +289,11 @@ class Pusher:
             ev_rows = [r for r in ev_rows if rewind or r[2] > got[0]]
             body_rows = [r for r in body_rows if r[3] > got[1]]
             if ev_rows:
-                await cur.executemany(_EV_SQL, ev_rows)
+                await _copy(cur, "ctxview_stage_events", _EV_COLS, _EV_TYPES, ev_rows)
+                await cur.execute(_EV_SQL)
             if body_rows:
-                await cur.executemany(_BODY_SQL, body_rows)
+                await _copy(cur, "ctxview_stage_bodies", _BODY_COLS, _BODY_TYPES, body_rows)
+                await cur.execute(_BODY_SQL)
             if rewind:
                 last = events[-1][0] if events else 0
                 await cur.execute("DELETE FROM ctxview_events WHERE machine = %s AND "
@@ -260,43 +316,31 @@ class Pusher:
             )  # fmt: skip
             await cur.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{m}\t{sid}"))
         self.rows += len(ev_rows) + len(body_rows)
+        trace("push", self.woke, self.read_at, begun, time.time(), last_rid(events))
 
     def data_version(self) -> int:
         return int(self.local.execute("PRAGMA data_version").fetchone()[0])
 
+    # What `remote.run` needs of a push.
+    async def first(self) -> None:
+        await self.push_all()
 
-def say(message: str) -> None:
-    print(f"ctxview: {message}", file=sys.stderr, flush=True)
+    async def watch(self, away: bool) -> None:
+        await _watch(self, dirty=away)
+
+    def summary(self) -> str:
+        secs = time.monotonic() - self.started
+        return (f"Pushed {self.rows:,} rows ({self.bytes / 1e6:.1f} MB of bodies) of "
+                f"{len(self.marks)} sessions as {self.machine} in {secs:.1f} s.")  # fmt: skip
+
+    def close_local(self) -> None:
+        self.local.close()
 
 
 async def push(path: Path, url: str, *, sessions: list[str] | None = None,
                since: float | None = None, watch: bool = False, quiet: bool = False) -> int:  # fmt: skip
-    pusher = Pusher(path, url, sessions=sessions, since=since)
-    started = time.monotonic()
-    try:
-        try:
-            await pusher.open()
-            await pusher.push_all()
-        except (psycopg.Error, RemoteError) as exc:
-            error = exc if isinstance(exc, RemoteError) else RemoteError(
-                sentence(exc, url, "push"), transient(exc))
-            if not (watch and error.transient):
-                raise error from None
-            # --watch with the server away from the start: wait for it as for a restart.
-            say(f"{error} Retrying.")
-            await pusher.close()
-            await _watch(pusher, dirty=True)
-        if not quiet:
-            secs = time.monotonic() - started
-            print(f"Pushed {pusher.rows:,} rows ({pusher.bytes / 1e6:.1f} MB of bodies) of "
-                  f"{len(pusher.marks)} sessions as {pusher.machine} in {secs:.1f} s.",
-                  flush=True)  # fmt: skip
-        if watch:
-            await _watch(pusher)
-    finally:
-        await pusher.close()
-        pusher.local.close()
-    return 0
+    return await run(Pusher(path, url, sessions=sessions, since=since), "push", watch=watch,
+                     quiet=quiet)  # fmt: skip
 
 
 async def _watch(pusher: Pusher, poll: float = 0.05, dirty: bool = False) -> None:
@@ -309,7 +353,7 @@ async def _watch(pusher: Pusher, poll: float = 0.05, dirty: bool = False) -> Non
         now = await asyncio.to_thread(pusher.data_version)
         if now == version and not dirty:
             continue
-        version = now
+        version, pusher.woke = now, time.time()
         try:
             if pusher.pg is None or pusher.pg.closed:
                 await pusher.close()
@@ -318,12 +362,5 @@ async def _watch(pusher: Pusher, poll: float = 0.05, dirty: bool = False) -> Non
             await pusher.push_all()
             dirty, delay = False, 0.25
         except (psycopg.Error, RemoteError) as exc:
-            if not transient(exc):  # a wrong password or a newer schema: waiting will not help
-                raise exc if isinstance(exc, RemoteError) else RemoteError(
-                    sentence(exc, pusher.url)) from None
-            text = str(exc) if isinstance(exc, RemoteError) else sentence(exc, pusher.url)
-            say(text + f" Retrying in {delay:g} s.")
-            await pusher.close()
             dirty = True
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            delay = await retry_after(exc, pusher.url, delay, pusher.close)

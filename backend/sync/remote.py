@@ -9,9 +9,13 @@ re-implements the protocol and reads a subset of them); LISTEN/NOTIFY is `conn.n
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import re
-from typing import Any
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import psycopg
 from psycopg import conninfo
@@ -34,9 +38,10 @@ _INT_EVENTS = {"seq", "rid", "points_to", "capped", "elided_lines", "line_from",
                "seen_chars"}  # fmt: skip
 
 
-def _event_type(name: str) -> str:
+def event_type(name: str) -> str:
+    """An event column's PostgreSQL type (push's staging table has the same, nulls allowed)."""
     if name == "ts":
-        return "double precision NOT NULL"
+        return "double precision"
     return "bigint" if name in _INT_EVENTS else "text"
 
 
@@ -59,7 +64,8 @@ CREATE TABLE ctxview_sessions (
 );
 CREATE TABLE ctxview_events (
     machine text NOT NULL, session text NOT NULL,
-    {", ".join(f"{c} {_event_type(c)}" for c in ("seq", *EVENT_COLUMNS))},
+    {", ".join(f"{c} {event_type(c)}" + (" NOT NULL" if c == "ts" else "")
+               for c in ("seq", *EVENT_COLUMNS))},
     fts tsvector,
     PRIMARY KEY (machine, session, seq)
 );
@@ -205,3 +211,75 @@ async def ensure(conn: psycopg.AsyncConnection[Any], url: str) -> None:
             "UPDATE ctxview_meta SET value = %s WHERE key = 'schema_version'", (str(version),)
         )
     await conn.commit()
+
+
+_TRACE = os.environ.get("CTXVIEW_SYNC_TRACE")  # bench/bench_sync.py: where the time goes
+
+
+def trace(*fields: object) -> None:
+    """One line of timestamps per slice, appended to $CTXVIEW_SYNC_TRACE when it is set."""
+    if _TRACE:
+        with open(_TRACE, "a") as f:
+            f.write(" ".join(map(str, fields)) + "\n")
+
+
+def say(message: str) -> None:
+    print(f"ctxview: {message}", file=sys.stderr, flush=True)
+
+
+def remote_error(exc: BaseException, url: str, doing: str = "") -> RemoteError:
+    return exc if isinstance(exc, RemoteError) else RemoteError(sentence(exc, url, doing),
+                                                                transient(exc))  # fmt: skip
+
+
+async def retry_after(exc: BaseException, url: str, delay: float,
+                      close: Callable[[], Awaitable[None]]) -> float:  # fmt: skip
+    """A --watch meeting a failure: stop when waiting cannot help (a wrong password, a newer
+    schema); else say so, close the connection, wait `delay`. The next delay (backoff)."""
+    error = remote_error(exc, url)
+    if not error.transient:
+        raise error from None
+    say(f"{error} Retrying in {delay:g} s.")
+    await close()
+    await asyncio.sleep(delay)
+    return min(delay * 2, 5.0)
+
+
+class Syncer(Protocol):
+    url: str
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def first(self) -> None: ...  # one pass over every chosen session
+
+    async def watch(self, away: bool) -> None: ...  # away: the server was down at the start
+
+    def summary(self) -> str: ...
+
+    def close_local(self) -> None: ...
+
+
+async def run(syncer: Syncer, doing: str, *, watch: bool, quiet: bool) -> int:
+    """push and pull: a first pass, its summary, then follow with --watch. The server away at
+    the start ends the command in one sentence; a --watch waits for it as for a restart."""
+    try:
+        try:
+            await syncer.open()
+            await syncer.first()
+        except (psycopg.Error, RemoteError) as exc:
+            error = remote_error(exc, syncer.url, doing)
+            if not (watch and error.transient):
+                raise error from None
+            say(f"{error} Retrying.")
+            await syncer.close()
+            await syncer.watch(True)
+        if not quiet:
+            print(syncer.summary(), flush=True)
+        if watch:
+            await syncer.watch(False)
+    finally:
+        await syncer.close()
+        syncer.close_local()
+    return 0
