@@ -23,6 +23,22 @@ def test_edit_brackets() -> None:
     assert b.file_change("a", "12345678", moved_to="b") == "[a moved to b sha 12345678]"
 
 
+def test_file_sections_read_file_change_back() -> None:
+    # A patch's body: a line before any file, then each file's line and its diff lines.
+    moved = b.file_change("a.ts", "12345678", moved_to="b.ts")
+    lines = ["note", b.file_change("src/a.py", "1c9e04ab"), "@@ -1 +1 @@", "-x", "+y",
+             b.file_change("old.md", None), moved, "+z"]  # fmt: skip
+    assert list(b.file_sections(lines, "given.py")) == [
+        (None, "given.py", ["note"]),
+        ("[src/a.py sha 1c9e04ab]", "src/a.py", ["@@ -1 +1 @@", "-x", "+y"]),
+        ("[old.md deleted]", "old.md", []),
+        (moved, "b.ts", ["+z"]),
+    ]
+    one = b.file_change("src/app.ts", "7d0a91c3", ref="#e201")  # an edit's own bracket
+    assert list(b.file_sections([one, "+a"], None)) == [(one, "src/app.ts", ["+a"])]
+    assert list(b.file_sections([], "x")) == []
+
+
 def test_body_and_sentence() -> None:
     assert b.with_body("[#1]", "x\ny") == "[#1]\nx\ny"
     assert b.with_body("[#1]", "") == "[#1]"

@@ -22,6 +22,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 
 from ..call_summary import args_summary, parse_args
+from ..rules.brackets import file_sections
 from ..store.records import Event, SessionRow
 from .lexers import lexer_class
 from .plan import EDIT_KINDS, STUB_KINDS, Plan, Space
@@ -30,7 +31,6 @@ from .style import SCRIPT, css
 from .text import (
     ANSI,
     ELISION,
-    FILE_LINE,
     attr,
     count_lines,
     esc,
@@ -197,13 +197,13 @@ def _read_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
 
 def _diff_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
     out: list[str] = []
-    section: list[str] = []
-
-    def flush() -> None:
+    for header, file_path, section in file_sections(lines, path):
+        if header is not None:
+            out.append(f'<span class="df">{linked(ctx, header)}</span>')
         if not section:
-            return
+            continue
         code = [ln[1:] if ln[:1] in "+- " and ln else "" for ln in section]
-        colour = coloured(code, path) or [esc(c) for c in code]
+        colour = coloured(code, file_path) or [esc(c) for c in code]
         for ln, c in zip(section, colour, strict=True):
             if ln.startswith("@@"):
                 out.append(f'<span class="dh">{esc(ln)}</span>')
@@ -215,17 +215,6 @@ def _diff_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
                 out.append(f" {c}")
             else:
                 out.append(linked(ctx, ln))
-        section.clear()
-
-    for line in lines:
-        match = FILE_LINE.match(line)
-        if match:
-            flush()
-            path = match.group("to") or match.group("path")
-            out.append(f'<span class="df">{linked(ctx, line)}</span>')
-        else:
-            section.append(line)
-    flush()
     return "\n".join(out)
 
 

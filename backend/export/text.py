@@ -14,9 +14,6 @@ _ID_AT_HASH = re.compile(r"#([0-9a-f]{4,})\b")
 
 ELISION = re.compile(r"^\[(\d+) lines elided, full output (#[0-9a-f]+)\]$")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-FILE_LINE = re.compile(
-    r"^\[(?:#[0-9a-f]+ )?(?P<path>\S+)(?: moved to (?P<to>\S+))? (?:sha [0-9a-f]+|deleted)\]"
-)
 
 
 def esc(text: str) -> str:

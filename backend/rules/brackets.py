@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
+# file_change's line read back, with or without its id: `[src/a.py sha 1c9e04ab]`, `[old.md
+# deleted]`, `[#e201 a.ts moved to b.ts sha …]`.
+FILE_LINE = re.compile(
+    r"^\[(?:#[0-9a-f]+ )?(?P<path>\S+)(?: moved to (?P<to>\S+))? (?:sha [0-9a-f]+|deleted)\]"
+)
+
 
 def plain(ref: str) -> str:
     """`[#a3f2]`: the generic result's bracket."""
@@ -40,6 +49,25 @@ def file_change(
     where = f"{path} moved to {moved_to}" if moved_to else path
     state = "deleted" if sha is None else f"sha {sha}"
     return f"[{head}{where} {state}]"
+
+
+def file_sections(
+    lines: list[str], path: str | None
+) -> Iterator[tuple[str | None, str | None, list[str]]]:
+    """An edit result's body cut at its file lines (a patch has one per file), as (file line or
+    None for what comes before the first, the file's path, its lines): what a diff colours."""
+    header: str | None = None
+    section: list[str] = []
+    for line in lines:
+        match = FILE_LINE.match(line)
+        if match:
+            if header is not None or section:
+                yield header, path, section
+            header, path, section = line, match.group("to") or match.group("path"), []
+        else:
+            section.append(line)
+    if header is not None or section:
+        yield header, path, section
 
 
 def with_body(bracket: str, body: str) -> str:

@@ -3,38 +3,21 @@ the file's language coloured with pygments."""
 
 from __future__ import annotations
 
-import re
-
+from ctxview.backend.rules.brackets import file_sections
 from rich.text import Text
 
 from .highlight import highlight_lines
 from .palette import Palette
 
-# A file's line inside a patch result: `[src/a.py sha 1c9e04ab]`, `[old.md deleted]`, moves.
-FILE_LINE = re.compile(
-    r"^\[(?:#[0-9a-f]+ )?(?P<path>\S+)(?: moved to (?P<to>\S+))? (?:sha [0-9a-f]+|deleted)\]"
-)
-
 
 def diff_lines(lines: list[str], path: str | None, palette: Palette) -> list[Text]:
     """Colour the body of an edit result, section by section (a patch has one per file)."""
     out: list[Text] = []
-    section: list[str] = []
-
-    def flush() -> None:
+    for header, file_path, section in file_sections(lines, path):
+        if header is not None:
+            out.append(Text(header, palette.bracket, end=""))
         if section:
-            out.extend(_section(section, path, palette))
-            section.clear()
-
-    for line in lines:
-        match = FILE_LINE.match(line)
-        if match:
-            flush()
-            path = match.group("to") or match.group("path")
-            out.append(Text(line, palette.bracket, end=""))
-        else:
-            section.append(line)
-    flush()
+            out.extend(_section(section, file_path, palette))
     return out
 
 
