@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import resource
 import shutil
 import statistics
@@ -34,55 +33,28 @@ import sys
 import tempfile
 import time
 import uuid
-from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REALDATA = ROOT.parent / "shared" / "realdata"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import import_kill  # noqa: E402
 
 CCL_VENV = Path("/tmp/ctxview-bench-claude-code-log")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_IDS = re.compile(r"\b((?:toolu|msg|req)_[A-Za-z0-9]+)")
 
 
 def claude_sources() -> list[Path]:
     """The real Claude Code session files (sub-agent files left out: they are sessions of
     their own)."""
-    out = []
-    for p in sorted(REALDATA.rglob("*.jsonl")):
-        if p.name.startswith("agent-"):
-            continue
-        head = p.read_text(encoding="utf-8", errors="replace")[:4000]
-        if '"sessionId"' in head:
-            out.append(p)
-    return out
-
-
-def _fresh_uuid(fresh: dict[str, str], m: re.Match[str]) -> str:
-    return fresh.setdefault(m.group(0), str(uuid.uuid4()))
-
-
-def _suffixed(suffix: str, m: re.Match[str]) -> str:
-    return m.group(1) + suffix
+    return import_kill.claude_sources(fixtures=False)
 
 
 def build(target: Path, megabytes: int) -> int:
-    """Concatenate rewritten copies of the real records until the file is `megabytes` big."""
-    lines = [line for p in claude_sources() for line in p.read_text(encoding="utf-8").splitlines()
-             if line.strip()]  # fmt: skip
-    size, copy = 0, 0
-    with open(target, "w", encoding="utf-8") as out:
-        while size < megabytes * 1_000_000:
-            fresh: dict[str, str] = {}
-            new_uuid = partial(_fresh_uuid, fresh)
-            new_id = partial(_suffixed, f"x{copy}")
-            for line in lines:
-                line = _IDS.sub(new_id, _UUID.sub(new_uuid, line))
-                out.write(line + "\n")
-                size += len(line.encode()) + 1
-            copy += 1
-    return size
+    """Rewritten copies of the real records (fresh uuids, message and tool ids per copy) until
+    the file is `megabytes` big: tests/import_kill.py's, without our fixtures."""
+    return import_kill.build(target, megabytes, seed=1, fixtures=False)
 
 
 # 1. Throughput and memory (each size in its own process, so peak RSS is that import's)

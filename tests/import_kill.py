@@ -31,10 +31,11 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _IDS = re.compile(r"\b((?:toolu|msg|req|call)_[A-Za-z0-9]+)")
 
 
-def claude_sources(real: bool = True) -> list[Path]:
-    """Claude Code sessions to build from: our fixtures, and the real ones when asked for and
-    ../shared/realdata is here (their sub-agent files left out)."""
+def claude_sources(real: bool = True, *, fixtures: bool = True) -> list[Path]:
+    """Claude Code sessions to build from: our fixtures (unless not asked for), and the real ones
+    when asked for and ../shared/realdata is here (their sub-agent files left out)."""
     out = [FIXTURES / "claude_session.jsonl", FIXTURES / "claude_inline_sidechain.jsonl"]
+    out = out if fixtures else []
     if real and REALDATA.is_dir():
         for p in sorted(REALDATA.rglob("*.jsonl")):
             head = p.read_text(encoding="utf-8", errors="replace")[:4000]
@@ -43,12 +44,15 @@ def claude_sources(real: bool = True) -> list[Path]:
     return out
 
 
-def build(target: Path, megabytes: float, seed: int = 0, *, real: bool = True) -> int:
+def build(target: Path, megabytes: float, seed: int = 0, *, real: bool = True,
+          fixtures: bool = True) -> int:  # fmt: skip
     """Rewritten copies of the sources' records (fresh uuids, message and tool ids per copy,
     drawn from `seed`) until the file is `megabytes` big; its size."""
     rng = random.Random(seed)
-    lines = [line for p in claude_sources(real) for line in p.read_text(encoding="utf-8").splitlines()
-             if line.strip()]  # fmt: skip
+    lines = [line for p in claude_sources(real, fixtures=fixtures)
+             for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]  # fmt: skip
+    if not lines:
+        raise FileNotFoundError("no Claude Code transcript to build from (../shared/realdata?)")
     size, copy = 0, 0
     with open(target, "w", encoding="utf-8") as out:
         while size < megabytes * 1_000_000:
