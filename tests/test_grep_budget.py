@@ -18,7 +18,10 @@ from ctxview.backend.session import Session
 from engine_helpers import workspace_and_writer
 
 T = TypeVar("T")
-MAX_GAP = 0.5  # seconds between two heartbeats of 10 ms; a busy 2-core machine stays far below
+# Seconds between two heartbeats of 10 ms. A search run on the loop shows one gap as long as the
+# call itself; one run off it only the machine's scheduling: up to 0.55 s seen at load 15 on 2
+# cores (0.5 failed there), tens of ms when idle.
+MAX_GAP = 1.0
 
 
 async def with_heartbeat(work: Awaitable[T]) -> tuple[T, int, float]:
@@ -99,7 +102,9 @@ async def test_100k_files_do_not_block_the_loop(tmp_path: Path) -> None:
                 took = time.monotonic() - start
                 print(f"{tool} over 100k files: {took:.2f} s, {beats} heartbeats, "
                       f"longest gap {gap * 1000:.0f} ms")  # fmt: skip
-                assert gap < MAX_GAP, f"{tool} held the loop for {gap:.2f} s"
+                # A long call may be held up longer by a loaded machine: a quarter of it at most.
+                limit = max(MAX_GAP, took / 4)
+                assert gap < limit, f"{tool} held the loop for {gap:.2f} s of {took:.2f} s"
                 assert "Stopped after" not in shown
                 if tool == "grep":
                     assert shown.count("\n") == 100 and "d099/f0007.txt:2: beta needle" in shown
