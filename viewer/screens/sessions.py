@@ -11,7 +11,7 @@ from typing import ClassVar
 from ctxview.backend.store.records import SessionRow
 from ctxview.viewer.messages import OpenSession, StoreChanged
 from ctxview.viewer.widgets.footer import KeysFooter
-from rich.cells import cell_len
+from rich.cells import cell_len, get_character_cell_size
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -178,12 +178,27 @@ def group_view(workspace: str, count: int) -> RowView:
 
 def _fit(text: str, width: int, *, tail: bool = False) -> str:
     """Cut to `width` cells with an ellipsis (a path keeps its tail, which is the part that
-    tells)."""
+    tells). Counted in cells, not characters: a CJK title cut by characters ran past its column,
+    which cropped it and its ellipsis."""
     if cell_len(text) <= width:
         return text
     if tail:
-        return "…" + text[-(width - 1) :]
-    return text[: width - 1] + "…"
+        end = _head(text[::-1], width - 1)[::-1]
+        while end and not get_character_cell_size(end[0]):  # no mark without its character
+            end = end[1:]
+        return "…" + end
+    return _head(text, width - 1) + "…"
+
+
+def _head(text: str, width: int) -> str:
+    """The longest start of `text` within `width` cells (a wide character that would straddle
+    the edge is left out; combining marks stay with their character)."""
+    used = 0
+    for i, ch in enumerate(text):
+        used += get_character_cell_size(ch)
+        if used > width:
+            return text[:i]
+    return text
 
 
 def _cells(row: RowView, columns: list[tuple[str, str, int]]) -> list[Text]:
