@@ -14,7 +14,7 @@ from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.screens.transcript import TranscriptScreen
 from readable_fixture import Readable, make
 from textual.pilot import Pilot
-from viewer_helpers import block_by_rid, ready, settle, wait_for
+from viewer_helpers import at_top, block_by_rid, ready, settle, wait_for
 
 SIZE = (110, 48)
 REALDATA = Path(__file__).resolve().parents[3] / "shared" / "realdata"
@@ -34,9 +34,7 @@ def app_for(r: Readable | Path, session: str | None = None) -> CtxviewApp:
 
 async def test_markdown_thinking_and_raw(readable: Readable) -> None:
     async with app_for(readable).run_test(size=SIZE) as pilot:
-        view = await ready(pilot)
-        await pilot.press("home")
-        await settle(pilot, view)
+        view = await at_top(pilot)
         message = view.blocks[1]
         text = view.block_text(message)
         # Rendered: no Markdown marks, the structure drawn.
@@ -171,21 +169,11 @@ def real_store(tmp_path: Path) -> Path:
 
 @pytest.mark.realdata
 def test_snapshot_real_session_top(snap_compare, real_store: Path) -> None:  # type: ignore[no-untyped-def]
-    async def top(pilot: Pilot[None]) -> None:
-        view = await ready(pilot)
-        await pilot.press("home")
-        await settle(pilot, view)
-
     app = app_for(real_store, "cc-ef958aa1-0e93-49f0-bb71-150f63befcd1")
-    assert snap_compare(app, terminal_size=SIZE, run_before=top)
+    assert snap_compare(app, terminal_size=SIZE, run_before=at_top)
 
 
 @pytest.mark.realdata
 def test_snapshot_real_session_80x24(snap_compare, real_store: Path) -> None:  # type: ignore[no-untyped-def]
-    async def top(pilot: Pilot[None]) -> None:
-        view = await ready(pilot)
-        await pilot.press("home")
-        await settle(pilot, view)
-
     app = app_for(real_store, "cc-ef958aa1-0e93-49f0-bb71-150f63befcd1")
-    assert snap_compare(app, terminal_size=(80, 24), run_before=top)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=at_top)

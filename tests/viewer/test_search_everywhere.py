@@ -17,7 +17,7 @@ from ctxview.viewer.screens.transcript import TranscriptScreen
 from readable_fixture import Readable, make
 from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
-from viewer_helpers import block_by_rid, ready, settle, view_of, wait_for
+from viewer_helpers import at_top, block_by_rid, ready, settle, view_of, wait_for
 
 SIZE = (110, 40)
 CTXVIEW = str(Path(sys.executable).with_name("ctxview"))
@@ -49,9 +49,7 @@ def hit_row(pilot: Pilot[None]) -> str:
 async def test_slash_finds_messages_calls_thinking_and_summaries(readable: Readable) -> None:
     app = CtxviewApp(readable.store, session=readable.session_id, watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        view = await ready(pilot)
-        await pilot.press("home")
-        await settle(pilot, view)
+        view = await at_top(pilot)
         # Thinking: the message is found, its thinking opened in place on the hit's line.
         await search(pilot, "zebra")
         assert "zebra-thought" in hit_row(pilot) and "hit 1/1 for 'zebra'" in status(pilot)
@@ -78,9 +76,7 @@ async def test_slash_finds_messages_calls_thinking_and_summaries(readable: Reada
 async def test_n_lands_on_the_matching_line_of_a_long_block(readable: Readable) -> None:
     app = CtxviewApp(readable.store, session=readable.session_id, watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        view = await ready(pilot)
-        await pilot.press("home")
-        await settle(pilot, view)
+        view = await at_top(pilot)
         long = block_by_rid(view, readable.ids["long"])
         # The model saw line 900 only in the stored text behind the elision: it opens there.
         await search(pilot, "needle")

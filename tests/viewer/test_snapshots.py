@@ -11,7 +11,7 @@ from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.screens.result import ResultScreen
 from store_fixture import Filled, fill
 from textual.pilot import Pilot
-from viewer_helpers import block_by_rid, ready, settle, wait_for
+from viewer_helpers import at_top, block_by_rid, ready, settle, wait_for
 
 SIZE = (110, 48)
 
@@ -26,12 +26,7 @@ def app_for(f: Filled) -> CtxviewApp:
 
 
 def test_transcript_top(snap_compare, filled: Filled) -> None:  # type: ignore[no-untyped-def]
-    async def top(pilot: Pilot[None]) -> None:
-        view = await ready(pilot)
-        await pilot.press("home")
-        await settle(pilot, view)
-
-    assert snap_compare(app_for(filled), terminal_size=SIZE, run_before=top)
+    assert snap_compare(app_for(filled), terminal_size=SIZE, run_before=at_top)
 
 
 def test_transcript_diff_and_recall(snap_compare, filled: Filled) -> None:  # type: ignore[no-untyped-def]

@@ -66,6 +66,15 @@ async def ready(pilot: Pilot) -> TranscriptView:
     return view
 
 
+async def at_top(pilot: Pilot) -> TranscriptView:
+    """The transcript loaded and at its first line (home), the bodies on screen settled; also a
+    snapshot's `run_before`."""
+    view = await ready(pilot)
+    await pilot.press("home")
+    await settle(pilot, view)
+    return view
+
+
 async def settle(pilot: Pilot, view: TranscriptView) -> None:
     """Let the bodies on screen load and the heights settle."""
     for _ in range(6):
