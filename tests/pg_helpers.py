@@ -84,6 +84,24 @@ class Cluster:
         self._as_postgres(BIN / "pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop",
                           check=False)  # fmt: skip
 
+    def cpu_seconds(self) -> float:
+        """The CPU time the server's processes have used so far, live and ended (bench)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        main = int((self.data / "postmaster.pid").read_text().split()[0])
+        total = 0
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(proc.name) == main:  # its own and its ended children's
+                total += sum(int(x) for x in stat[11:15])
+            elif int(stat[1]) == main:
+                total += int(stat[11]) + int(stat[12])
+        return total / tick
+
     def sql(self, statement: str, db: str = "postgres") -> str:
         out = self._as_postgres(
             BIN / "psql",

@@ -80,14 +80,15 @@ class Puller:
         if self.since is not None:
             where.append("started >= %s")
             params.append(self.since)
+        if keys is not None:  # the sessions NOTIFYs named: those rows only, by the primary key
+            where.append("(machine, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))")
+            params += [[k[0] for k in keys], [k[1] for k in keys]]
         sql = (f"SELECT machine, id, version, epoch, pushed_seq, pushed_body, "
                f"{', '.join(SESSION_FIELDS)} FROM ctxview_sessions")  # fmt: skip
         if where:
             sql += " WHERE " + " AND ".join(where)
         cur = await self.pg.execute(sql + " ORDER BY started", params)
         for r in await cur.fetchall():
-            if keys is not None and (r[0], r[1]) not in keys:
-                continue
             await self.pull_session(r[0], r[1], r[2], r[3], tuple(r[6:]))
         return self.rows - before
 
@@ -97,6 +98,8 @@ class Puller:
         mark = await asyncio.to_thread(self._mark, machine, sid)
         local_id = await asyncio.to_thread(self._local_id, machine, sid)
         replace = epoch != mark["epoch"]
+        if not replace and mark["version"] == version:
+            return  # nothing pushed since it was pulled whole: no query (a pass over N sessions)
         if replace:
             mark["seq"] = 0
         while True:
@@ -115,15 +118,16 @@ class Puller:
             fetched = time.time()
             if not events and not bodies and mark["version"] == version and not replace:
                 return
+            whole = len(events) < ROWS_PER_TX and len(bodies) < ROWS_PER_TX // 4
             await asyncio.to_thread(self._write, machine, sid, local_id, fields, events, bodies,
-                                    mark, version, epoch, replace)  # fmt: skip
+                                    mark, version if whole else None, epoch, replace)  # fmt: skip
             trace("pull", self.woke, fetched, time.time(), last_rid(events))
             replace = False
-            if len(events) < ROWS_PER_TX and len(bodies) < ROWS_PER_TX // 4:
+            if whole:
                 return
 
     def _write(self, machine: str, sid: str, local_id: str, fields: tuple[Any, ...],
-               events: list[Any], bodies: list[Any], mark: dict[str, Any], version: int,
+               events: list[Any], bodies: list[Any], mark: dict[str, Any], version: int | None,
                epoch: int, replace: bool) -> None:  # fmt: skip
         c = self.local
         names = dict(zip(SESSION_FIELDS, fields, strict=True))
@@ -160,7 +164,11 @@ class Puller:
                 mark["seq"] = int(events[-1][0])
             if bodies:
                 mark["body"] = int(bodies[-1][0])
-            mark["version"], mark["epoch"] = version, epoch
+            # The version is the session's only once its last slice is in: a pull killed before
+            # that finds the version unchanged and must not skip the rest.
+            if version is not None:
+                mark["version"] = version
+            mark["epoch"] = epoch
             c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                       (f"pull:{machine}\t{sid}", json.dumps(mark)))  # fmt: skip
             c.execute("COMMIT")
@@ -190,6 +198,20 @@ async def pull(path: Path, url: str, *, machine: str | None = None, session: str
     return await run(puller, "pull", watch=watch, quiet=quiet)
 
 
+async def notified(listen: psycopg.AsyncConnection[Any], timeout: float) -> set[tuple[str, str]]:
+    """The (machine, session) of every NOTIFY pending, waiting up to `timeout` for the first;
+    none: the caller's full pass. All of them: NOTIFYs that came in one packet are read together,
+    and leaving the loop at the first dropped the others (their sessions waited for a pass)."""
+    keys: set[tuple[str, str]] = set()
+    for wait in (timeout, 0.0):  # then what else is pending, without waiting
+        async for note in listen.notifies(timeout=wait, stop_after=1 if wait else None):
+            machine, _, sid = note.payload.partition("\t")
+            keys.add((machine, sid))
+        if not keys:
+            break
+    return keys
+
+
 async def _watch(puller: Puller) -> None:
     """LISTEN on its own connection; a NOTIFY names a session, which is pulled at once. Every
     few seconds a full pass too (a NOTIFY sent while reconnecting is not kept by PostgreSQL)."""
@@ -206,12 +228,8 @@ async def _watch(puller: Puller) -> None:
             await puller.pull_all()  # what came between the first pass and LISTEN
             delay = 0.25
             while True:
-                keys: set[tuple[str, str]] = set()
-                async for note in listen.notifies(timeout=3.0):
-                    puller.woke = time.time()
-                    machine, _, sid = note.payload.partition("\t")
-                    keys.add((machine, sid))
-                    break
+                keys = await notified(listen, 3.0)
+                puller.woke = time.time()
                 await puller.pull_all(keys if keys else None)
         except (psycopg.Error, RemoteError) as exc:
             delay = await retry_after(exc, puller.url, delay, puller.close)
