@@ -13,6 +13,7 @@ from ctxview.backend.store import Writer
 MIXED = (
     "Before I present a complete plan, let me check the remaining files once more. "
     + "汉字かな漢字" * 12 + " 😀🎉👍🏽 e\u0301 a\u0308 n\u0303 Zu\u0308rich " * 5
+    + " family 👨\u200d👩\u200d👧 " * 6
     + "x" * 250 + " (the end)."
 )  # fmt: skip
 TITLES = {

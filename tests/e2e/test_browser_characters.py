@@ -1,7 +1,9 @@
 """Issue 10.1 and 10.3 in a real browser: `ctxview serve` in Debian's headless Chromium at
 800×600, the screen read from xterm.js's own buffer (what the page draws on its canvas, cell by
-cell). A result holding a long sentence, CJK, emoji, combining marks and a word wider than the
-page shows every character once, in order, wrapped and never cropped; the session list's
+cell). A result holding a long sentence, CJK, emoji (a skin-tone modifier, a joined family),
+combining marks and a word wider than the page shows every character once, in order, wrapped
+and never cropped (before viewer/render/cells.py, the last words of the emoji rows were lost at
+the edge: Rich and xterm.js counted those emoji differently); the session list's
 columns fit the terminal, long titles (CJK among them) shortened with an ellipsis."""
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ def test_every_character_of_a_result_in_chromium(tmp_path: Path) -> None:
     # Wrapped, not cropped: the 250-cell word takes as many rows as it needs.
     x_rows = [rows[i] for i in at if "xxxx" in rows[i]]
     assert len(x_rows) >= -(-250 // (cols - GUTTER - SCROLLBAR)), x_rows
-    assert sum(r.count("x") for r in x_rows) == 250 + MIXED.count("x") - 250
+    assert sum(r.count("x") for r in x_rows) == MIXED.count("x") == 250
 
 
 def test_session_list_columns_fit_at_800x600(tmp_path: Path) -> None:
