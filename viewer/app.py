@@ -115,9 +115,13 @@ class CtxviewApp(App[None]):
             await self.reader.close()
 
     def store_changed(self) -> None:
-        """Called by the watcher; every screen on the stack hears of it."""
+        """Called by the watcher; every screen on the stack hears of it but Textual's default
+        screen, which has no use for it: a message still wakes that screen, and a repaint of the
+        screen under the current one repaints all of the current one (measured: a full-screen
+        update per commit, 40 in 60 rows, against 3 without)."""
         for screen in self.screen_stack:
-            screen.post_message(StoreChanged())
+            if type(screen) is not Screen:
+                screen.post_message(StoreChanged())
 
     # The store's file deleted, replaced or renamed over (the watcher looks)
 

@@ -72,6 +72,7 @@ class TranscriptScreen(Screen[None]):
         self.title_text = ""
         self.digits = 4
         self._status_timer_set = False
+        self._title_due = False
         self._status_text = ""
         self._binding_state: tuple[bool, ...] = ()
 
@@ -101,7 +102,7 @@ class TranscriptScreen(Screen[None]):
 
     @work(group="outline")
     async def load_view(self) -> None:
-        around = None
+        around = rid = None
         if self.pending_search is not None:
             query, around = self.pending_search
             self.pending_search = None
@@ -111,8 +112,8 @@ class TranscriptScreen(Screen[None]):
         if self.pending_jump is not None:  # `--jump ID`: the rows around it first
             ev = await self.app.reader.result(self.session_id, self.pending_jump)  # type: ignore[attr-defined]
             if ev is not None and ev.seq is not None:
-                around, self.pending_jump = ev.seq, None
-        await self.view.load(around=around)
+                around, rid, self.pending_jump = ev.seq, self.pending_jump, None
+        await self.view.load(around=around, rid=rid)
         if self.pending_jump is not None:
             self._try_jump()
         self.update_status()
@@ -146,7 +147,15 @@ class TranscriptScreen(Screen[None]):
         if view is not None:
             # A worker, not an await here: the screen's queue (its frames too) stays free.
             self.run_worker(view.fetch_new(), group="fetch")
-            self.run_worker(self._reload_title, group="title", exclusive=True)
+            if not self._title_due:
+                # The title at most 4 times a second, not per commit: its query would queue
+                # on the read connection beside the rows' own.
+                self._title_due = True
+                self.set_timer(0.25, self._title_reload)
+
+    def _title_reload(self) -> None:
+        self._title_due = False
+        self.run_worker(self._reload_title, group="title", exclusive=True)
 
     # The title line: a retitle, and the live state (a writer's lease), as they change
 
@@ -246,7 +255,11 @@ class TranscriptScreen(Screen[None]):
 
     async def far_jump(self, rid: int) -> None:
         """A result among the rows not loaded yet: load the rows around it and land there."""
-        ev = await self.app.reader.result(self.session_id, rid)  # type: ignore[attr-defined]
+        self.view.hold_loading(True)  # the loader's next step would hold up the lookup
+        try:
+            ev = await self.app.reader.result(self.session_id, rid)  # type: ignore[attr-defined]
+        finally:
+            self.view.hold_loading(False)
         if ev is None or ev.seq is None:
             self.say(f"There is no result {format_id(rid, self.digits)} in this session.")
             return
@@ -255,7 +268,7 @@ class TranscriptScreen(Screen[None]):
             self.jump_to(rid)
             return
         self._remember(ev.seq)
-        self.view.far(ev.seq)
+        self.view.far(ev.seq, rid)
 
     def jump_to_seq(self, seq: int) -> None:
         """Land on the row of event `seq` (a stride's row), loading it first if it is not."""

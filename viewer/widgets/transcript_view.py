@@ -49,6 +49,7 @@ CHUNK_ROWS = 5000  # older rows (each step prepends: O(rows loaded))
 AHEAD_ROWS = 2000  # after a far jump, the rows up to the tail (each step appends: O(step))
 WINDOW_BEFORE = 200  # a far jump: rows loaded before the target, then after it
 WINDOW_AFTER = 600
+LIVE_PREFETCH = 50  # live rows fetched with their events and bodies, to be drawn with their text
 
 
 class TranscriptView(ScrollView, can_focus=True):
@@ -122,6 +123,7 @@ class TranscriptView(ScrollView, can_focus=True):
         self.fully_loaded = False
         self.at_tail = False  # the outline reaches the session's last row (live rows append)
         self._generation = 0  # each load() takes a number; an older one stops when it sees a newer
+        self._held = 0  # jumps looking their target up (see hold_loading)
         # rid -> (request, seq of the `elide` event) for the results an elision stride took out
         self.elided: dict[int, tuple[int, int]] = {}
         self._elide_seq = 0
@@ -179,44 +181,76 @@ class TranscriptView(ScrollView, can_focus=True):
         return (block.serial, block.version, width, self.stored_mode, self.raw,
                 self.palette.name, self.words)  # fmt: skip
 
-    async def load(self, around: int | None = None) -> None:
+    async def load(self, around: int | None = None, rid: int | None = None) -> None:
         """The tail first (the first screen), then older rows in chunks. With `around` (an
         event's seq): the rows around it first, the cursor on it, then the rows after it up to
-        the tail and the older ones, without moving the cursor. A later call supersedes it."""
+        the tail and the older ones, without moving the cursor. `rid`: the target's result id,
+        when it has one (its body comes with the window). A later call supersedes it."""
         self._generation += 1
-        gen = self._generation
+        await self._load_generation(around, rid, self._generation)
+
+    async def _load_generation(self, around: int | None, rid: int | None, gen: int) -> None:
         try:
-            await self._load(around, gen)
+            await self._load(around, rid, gen)
         finally:
             if gen == self._generation:  # done, or cancelled with its screen: nothing stays frozen
                 gc.unfreeze()
 
-    async def _load(self, around: int | None, gen: int) -> None:
+    async def _load(self, around: int | None, rid: int | None, gen: int) -> None:
         reader = self.reader
         sid = self.session_id
-        end = await reader.last_seq(sid)
+        # The queries in one wave, not one after another: the read connection's thread runs them
+        # back to back, and each round trip to it waits for a wake-up (tens of ms when the
+        # machine is busy).
+        elides = reader.events_of_kind(sid, "elide", self._elide_seq)
         if around is None:
-            rows = await reader.outline(sid, limit=TAIL_ROWS)
+            end, rows, elided = await asyncio.gather(
+                reader.last_seq(sid), reader.outline(sid, limit=TAIL_ROWS), elides
+            )
+            epoch = await reader.count_kind(sid, "compaction", rows[0][SEQ] - 1) if rows else 0
         else:
-            older = await reader.outline(sid, before=around, limit=WINDOW_BEFORE)
-            newer = await reader.outline(sid, after=around - 1, before=around + WINDOW_AFTER,
-                                         limit=WINDOW_AFTER)  # fmt: skip
+            # With the window: the events and shown bodies its first screen most likely needs
+            # (the target's call just before it, the results after it); the rest is fetched
+            # below, once the blocks are known.
+            near = [rid + i for i in range(16)] if rid is not None else []
+            end, older, newer, upto, elided, events, shown = await asyncio.gather(
+                reader.last_seq(sid),
+                reader.outline(sid, before=around, limit=WINDOW_BEFORE),
+                reader.outline(sid, after=around - 1, before=around + WINDOW_AFTER,
+                               limit=WINDOW_AFTER),
+                reader.count_kind(sid, "compaction", around - 1),
+                elides,
+                reader.events_range(sid, max(around - 8, 1), around + 40),
+                reader.shown(sid, near),
+            )  # fmt: skip
             rows = older + newer
-            # The target's screen, fetched with the rows: its first paint has its text.
-            await self._prefetch(newer[:40] or older[-1:])
-        epoch = await reader.count_kind(sid, "compaction", rows[0][SEQ] - 1) if rows else 0
-        await self._load_elided(gen)
+            # The boundaries before the window's first row: those up to the target less the
+            # window's own.
+            epoch = upto - sum(1 for r in older if r[KIND] == "compaction")
+            for ev in events:
+                self._events[ev.seq] = ev
+            for n, text in shown.items():
+                self._shown[n] = text
+        if gen != self._generation:
+            return  # a later jump took over
+        self._apply_elided(elided)
         if self._generation == 1:  # once: a far jump must not wait for it (new ones: fetch_new)
             await self._load_children()
         if gen != self._generation:
             return  # a later jump took over
-        self._reset()
+        outline = Outline()
+        outline.set_epoch(epoch)
+        outline.append(rows)
+        target = outline.block_at_seq(around) if around is not None else None
+        # The blocks of the first screen, fetched before it is drawn: its first paint has their
+        # text. By its blocks, not its rows: the target's call is a row before the target.
+        await self._prefetch_blocks(self._screenful(outline, target))
+        if gen != self._generation:
+            return
+        self._reset(outline)
         self.at_tail = not rows or rows[-1][SEQ] >= end
-        self.outline.set_epoch(epoch)
-        self.outline.append(rows)
         self.heights.rebuild([estimate(b, self.stored_mode) for b in self.blocks])
         self._update_virtual_size()
-        target = self.outline.block_at_seq(around) if around is not None else None
         if target is not None:
             self.following = False
             self.move_to(target, top=True)
@@ -274,6 +308,8 @@ class TranscriptView(ScrollView, can_focus=True):
         # their reference counts; `load` unfreezes when it ends, so nothing stays frozen.
         gc.freeze()
         await asyncio.sleep(0)
+        while self._held:  # a jump's lookup, which always ends (see hold_loading)
+            await asyncio.sleep(0.005)
         for _ in range(int(limit / 0.005)):
             if self.visible_drawn() and not self._loading:
                 break
@@ -285,11 +321,11 @@ class TranscriptView(ScrollView, can_focus=True):
             if not self._discarded.blocks:
                 self._discarded = None
 
-    def _reset(self) -> None:
-        """An empty outline (a far jump loads another window of the session). The old one is
+    def _reset(self, outline: Outline) -> None:
+        """Another outline (a far jump loads another window of the session). The old one is
         freed after the new rows are drawn: 200,000 blocks take tens of ms to free."""
         self._discarded = self.outline
-        self.outline = Outline()
+        self.outline = outline
         self.heights = Heights()
         self.cursor_block = None
         self.fully_loaded = False
@@ -298,14 +334,49 @@ class TranscriptView(ScrollView, can_focus=True):
         self._strips.clear()
         self._lines.clear()
 
-    def far(self, seq: int) -> None:
-        """Load the window around event `seq` and land there (the rest loads around it)."""
-        self.run_worker(self.load(around=seq), group="outline")
+    def far(self, seq: int, rid: int | None = None) -> None:
+        """Load the window around event `seq` (result `rid`'s, when it is one) and land there
+        (the rest loads around it)."""
+        # The generation taken now, not when the worker starts: the loader in flight must not
+        # send another step's query in between (the jump's queries would wait behind it).
+        self._generation += 1
+        self.run_worker(self._load_generation(seq, rid, self._generation), group="outline")
+
+    def hold_loading(self, held: bool) -> None:
+        """While a jump looks its target up, the loader sends no further step (the one read
+        connection runs one query at a time: the lookup would wait behind the step)."""
+        self._held += 1 if held else -1
+
+    def _screenful(self, outline: Outline, target: Block | None) -> list[Block]:
+        """The blocks a first screen of `outline` shows, by their estimated heights, and as many
+        again (a block drawn taller or shorter than estimated): from `target` down, or the
+        tail's up."""
+        room = 2 * max(self.size.height, 24)
+        blocks = outline.blocks
+        if target is not None:
+            out = []
+            for block in blocks[target.index :]:
+                out.append(block)
+                room -= estimate(block, self.stored_mode)
+                if room <= 0:
+                    break
+            return out
+        out = []
+        for block in reversed(blocks):
+            out.append(block)
+            room -= estimate(block, self.stored_mode)
+            if room <= 0:
+                break
+        return out[::-1]
 
     async def _load_elided(self, gen: int) -> None:
         """Which results an elision stride took out of the context: rid -> (request, seq)."""
         events = await self.reader.events_of_kind(self.session_id, "elide", self._elide_seq)
-        if gen != self._generation or not events:
+        if gen == self._generation:
+            self._apply_elided(events)
+
+    def _apply_elided(self, events: list[Event]) -> None:
+        if not events:
             return
         touched = []
         for ev in events:
@@ -373,12 +444,12 @@ class TranscriptView(ScrollView, can_focus=True):
             while True:
                 self._dirty = False
                 gen = self._generation
-                rows = await self.reader.outline(self.session_id, after=self.outline.last_seq)
+                rows = await self._fetch_tail()
                 if gen != self._generation or not self.at_tail:
                     break  # another window was loaded meanwhile: these rows are not its
                 if rows:
-                    if self.following and len(rows) <= 50:
-                        await self._prefetch(rows)
+                    if self.following and len(rows) <= LIVE_PREFETCH:
+                        await self._prefetch(rows)  # what the guess below missed, if anything
                     self._append(rows)
                     if any((r[TOOL] or "").lower() in ("task", "agent") for r in rows):
                         await self._load_children()  # a sub-agent may have started
@@ -387,13 +458,58 @@ class TranscriptView(ScrollView, can_focus=True):
         finally:
             self._fetching = False
 
-    async def _prefetch(self, rows: list[tuple[Any, ...]]) -> None:
-        """Fetch the events and bodies of rows about to be shown at the tail, so that their
-        first paint has their text (two range queries)."""
-        for ev in await self.reader.events_range(self.session_id, rows[0][SEQ], rows[-1][SEQ]):
+    async def _fetch_tail(self) -> list[tuple[Any, ...]]:
+        """The rows past the last one, and, in the same wave of queries (one wake-up of the
+        read connection's thread, not three in a row), what drawing them at the tail most likely
+        needs: the events past the last one and the shown bodies of the next result ids."""
+        sid = self.session_id
+        last = self.outline.last_seq
+        if not self.following:
+            return await self.reader.outline(sid, after=last)  # drawn when scrolled to
+        rid = self._last_rid()
+        guess = [rid + 1 + i for i in range(8)] if rid is not None else []
+        rows, events, shown = await asyncio.gather(
+            self.reader.outline(sid, after=last),
+            self.reader.events(sid, after=last, limit=LIVE_PREFETCH),
+            self.reader.shown(sid, guess),
+        )
+        for ev in events:
             self._events[ev.seq] = ev
+        for n, text in shown.items():
+            self._shown[n] = text
+        return rows
+
+    def _last_rid(self) -> int | None:
+        """The newest result id loaded (ids grow with the session)."""
+        for block in reversed(self.blocks[-200:]):
+            if block.rid is not None:
+                return block.rid
+        return max(self.outline.by_rid, default=None)
+
+    async def _prefetch_blocks(self, blocks: list[Block]) -> None:
+        """The events and shown bodies `blocks` need and the caches lack."""
+        seqs = {seq for b in blocks for seq in b.seqs}
+        rids = [b.rid for b in blocks if b.rid is not None and needs(b, self.stored_mode)[0]]
+        await self._fetch_missing(seqs, rids)
+
+    async def _prefetch(self, rows: list[tuple[Any, ...]]) -> None:
+        """The events and shown bodies of rows about to be shown at the tail, that the caches
+        lack, so that their first paint has their text."""
         rids = [r[RID] for r in rows if r[RID] is not None]
-        for rid, text in (await self.reader.shown(self.session_id, rids)).items():
+        await self._fetch_missing({r[SEQ] for r in rows}, rids)
+
+    async def _fetch_missing(self, seqs: set[int], rids: list[int]) -> None:
+        """Events and shown bodies the caches lack, in range queries, in one wave."""
+        sid = self.session_id
+        todo = sorted(seq for seq in seqs if seq not in self._events)
+        rids = [rid for rid in rids if rid not in self._shown]
+        ranges = [self.reader.events_range(sid, lo, hi) for lo, hi in _clusters(todo, 400)]
+        if not ranges and not rids:
+            return
+        *events, shown = await asyncio.gather(*ranges, self.reader.shown(sid, rids))
+        for ev in (ev for part in events for ev in part):
+            self._events[ev.seq] = ev
+        for rid, text in shown.items():
             self._shown[rid] = text
 
     def _append(self, rows: list[tuple[Any, ...]], *, live: bool = True) -> None:
