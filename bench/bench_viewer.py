@@ -128,6 +128,21 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+async def mounted(app: Any, kind: type) -> Any:
+    """The screen's widget of `kind`, once it is mounted."""
+    while not app.screen.query(kind):
+        await asyncio.sleep(0.001)
+    return app.screen.query_one(kind)
+
+
+async def press_for_panel(app: Any, pilot: Any) -> Any:
+    """`c`, and the context panel it opens."""
+    from ctxview.viewer.widgets.context_panel import ContextPanel
+
+    await pilot.press("c")
+    return await mounted(app, ContextPanel)
+
+
 async def visible_ready(view: Any) -> None:
     """Until every line on screen is drawn with its text (no placeholder)."""
     while True:
@@ -147,9 +162,7 @@ async def child_open(store: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     app = CtxviewApp(store, session=SESSION, watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        while not app.screen.query(TranscriptView):
-            await asyncio.sleep(0.002)
-        view = app.screen.query_one(TranscriptView)
+        view = await mounted(app, TranscriptView)
         out["view_mounted_s"] = time.perf_counter() - t0
         while view.first_screen_at is None:
             await asyncio.sleep(0.002)
@@ -192,9 +205,7 @@ async def child_far(store: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     app = CtxviewApp(store, session=SESSION, jump=f"#{oldest:04x}", watch=False)
     async with app.run_test(size=SIZE):
-        while not app.screen.query(TranscriptView):
-            await asyncio.sleep(0.001)
-        view = app.screen.query_one(TranscriptView)
+        view = await mounted(app, TranscriptView)
         while view.cursor_block is None or view.cursor_block.rid != oldest:
             await asyncio.sleep(0.001)
         out["jump_option_cursor_s"] = time.perf_counter() - t0
@@ -204,9 +215,7 @@ async def child_far(store: Path) -> dict[str, Any]:
         assert view.cursor_block.rid == oldest and not view.fully_loaded
     app = CtxviewApp(store, session=SESSION, watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        while not app.screen.query(TranscriptView):
-            await asyncio.sleep(0.001)
-        view = app.screen.query_one(TranscriptView)
+        view = await mounted(app, TranscriptView)
         while view.first_screen_at is None:
             await asyncio.sleep(0.001)
         rng = random.Random(11)
@@ -235,21 +244,15 @@ async def child_context(store: Path) -> dict[str, Any]:
     """(f) `c` on the 100,000-result session: from the key to the panel's first paint with
     figures (not "Replaying..."), and to the whole session replayed."""
     from ctxview.viewer.app import CtxviewApp
-    from ctxview.viewer.widgets.context_panel import ContextPanel
     from ctxview.viewer.widgets.transcript_view import TranscriptView
 
     app = CtxviewApp(store, session=SESSION, watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        while not app.screen.query(TranscriptView):
-            await asyncio.sleep(0.002)
-        view = app.screen.query_one(TranscriptView)
+        view = await mounted(app, TranscriptView)
         while view.first_screen_at is None or not view.fully_loaded:
             await asyncio.sleep(0.01)
         t = time.perf_counter()
-        await pilot.press("c")
-        while not app.screen.query(ContextPanel):
-            await asyncio.sleep(0.002)
-        panel = app.screen.query_one(ContextPanel)
+        panel = await press_for_panel(app, pilot)
         while panel.first_paint_at is None:
             await asyncio.sleep(0.002)
         first = panel.first_paint_at - t
@@ -261,10 +264,7 @@ async def child_context(store: Path) -> dict[str, Any]:
         await pilot.press("c")
         await pilot.pause()
         t = time.perf_counter()
-        await pilot.press("c")
-        while not app.screen.query(ContextPanel):
-            await asyncio.sleep(0.002)
-        panel = app.screen.query_one(ContextPanel)
+        panel = await press_for_panel(app, pilot)
         while panel.done_at is None:
             await asyncio.sleep(0.002)
         again = time.perf_counter() - t
@@ -309,9 +309,7 @@ async def child_small(store: Path) -> dict[str, Any]:
     await writer.close()
     app = CtxviewApp(small, session="small", watch=False)
     async with app.run_test(size=SIZE):
-        while not app.screen.query(TranscriptView):
-            await asyncio.sleep(0.002)
-        view = app.screen.query_one(TranscriptView)
+        view = await mounted(app, TranscriptView)
         while not view.fully_loaded:
             await asyncio.sleep(0.005)
         await visible_ready(view)
@@ -326,9 +324,7 @@ async def child_live(store: Path, count: int, rate: float) -> dict[str, Any]:
     added: dict[int, float] = {}  # the row added to the transcript
     app = CtxviewApp(store, session=LIVE_SESSION)
     async with app.run_test(size=SIZE) as pilot:
-        while not app.screen.query(TranscriptView):
-            await asyncio.sleep(0.002)
-        view = app.screen.query_one(TranscriptView)
+        view = await mounted(app, TranscriptView)
         while not view.fully_loaded:
             await asyncio.sleep(0.005)
         start_rid = max(view.outline.by_rid, default=0)
@@ -388,13 +384,18 @@ async def insert(store: Path, count: int, rate: float) -> None:
 
 
 def run_child(*args: str) -> dict[str, Any]:
+    """A part's figures from a fresh process, with the load average before and after it (the
+    machine's other work moves every figure)."""
     env = {**os.environ, "BENCH_SPAWNED": repr(time.time())}
+    before = os.getloadavg()[0]
     done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=600, env=env)  # fmt: skip
     if done.returncode:
         print(done.stdout, done.stderr, file=sys.stderr)
-        raise SystemExit(f"the child {args[0]} failed")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"the child {args[1]} failed")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out["load"] = f"[load average {before:.2f} -> {os.getloadavg()[0]:.2f}]"
+    return out
 
 
 def main() -> int:
@@ -443,7 +444,7 @@ def main() -> int:
     print(f"(e) --jump to the oldest id: under the cursor at {far['jump_option_cursor_s']:.3f} s, "
           f"drawn with its text at {far['jump_option_drawn_s']:.3f} s from constructing the app "
           f"({far['jump_option_loaded_rows']:,} blocks loaded then; target <= 1.5 s like a first "
-          f"screen) {verdict(far['jump_option_drawn_s'] <= 1.5)}")  # fmt: skip
+          f"screen) {verdict(far['jump_option_drawn_s'] <= 1.5)} {far['load']}")  # fmt: skip
     fj, fc, nl = far["far_jump_ms"], far["far_jump_cursor_ms"], far["far_jumps_not_loaded"]
     print(f"    10 jumps to random old ids right after opening, {sum(nl)} of them to rows not "
           f"loaded yet: drawn with its text in median {statistics.median(fj):.1f} ms, max "
@@ -457,7 +458,8 @@ def main() -> int:
     print(f"(a) first screen: {opened['first_screen_s']:.3f} s (target <= 1.5 s) "
           f"{verdict(opened['first_screen_s'] <= 1.5)}; whole outline ({opened['blocks']:,} blocks) "
           f"loaded at {opened['outline_loaded_s']:.2f} s; from the process's start, Python "
-          f"imports included: {opened['first_screen_from_exec_s']:.2f} s")  # fmt: skip
+          f"imports included: {opened['first_screen_from_exec_s']:.2f} s "
+          f"{opened['load']}")  # fmt: skip
     print(f"    peak RSS: {opened['rss_peak_mb']:.0f} MB (target <= 300 MB) "
           f"{verdict(opened['rss_peak_mb'] <= 300)}; after imports {opened['rss_before_mb']:.0f} MB")  # fmt: skip
     jumps = opened["jump_ms"]
@@ -467,16 +469,18 @@ def main() -> int:
     small = run_child("--child", "small", str(store))
     a100, a100k = small["append_100_ms"], opened["append_100k_ms"]
     print(f"(c) append one row: {a100:.3f} ms at 100 rows, {a100k:.3f} ms at 100,000 rows "
-          f"(target: about the same) {verdict(a100k <= max(3 * a100, a100 + 1.0))}")  # fmt: skip
+          f"(target: about the same) {verdict(a100k <= max(3 * a100, a100 + 1.0))} "
+          f"{small['load']}")  # fmt: skip
     live = run_child("--child", "live", str(store), str(a.live_count))
     print(f"(d) live, another process inserting 20 results/s: {live['count']} rows; commit to "
           f"row added: median {live['added_median_ms']} ms, p95 {live['added_p95_ms']} ms; to the "
           f"screen refreshed with it: median {live['median_ms']} ms, p95 {live['p95_ms']} ms, max "
-          f"{live['max_ms']} ms (target p95 <= 150 ms) {verdict(live['p95_ms'] <= 150)}")  # fmt: skip
+          f"{live['max_ms']} ms (target p95 <= 150 ms) {verdict(live['p95_ms'] <= 150)} "
+          f"{live['load']}")  # fmt: skip
     ctx = run_child("--child", "context", str(store))
     print(f"(f) context panel (c) on {ctx['requests']:,} requests: first paint {ctx['first_paint_s']:.3f} s "
           f"(target <= 1 s) {verdict(ctx['first_paint_s'] <= 1.0)}; the whole session replayed at "
-          f"{ctx['done_s']:.1f} s; shown again {ctx['again_s']:.3f} s")  # fmt: skip
+          f"{ctx['done_s']:.1f} s; shown again {ctx['again_s']:.3f} s {ctx['load']}")  # fmt: skip
     return 1 if (a.strict and not ok) else 0
 
 
