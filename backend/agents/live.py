@@ -95,3 +95,15 @@ async def stored_calls(writer: Any, session_id: str) -> set[str]:
         return {r[0] for r in rows}
 
     return await on_thread(writer._conn, _query)
+
+
+async def next_rid(writer: Any, session_id: str) -> int:
+    """The session's stored `next_rid`: an importer beside a hook (another process) takes its
+    next id past the ones the hook took since it looked."""
+    from ..store.connect import on_thread
+
+    def _query(conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT next_rid FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return int(row[0]) if row else 0
+
+    return await on_thread(writer._conn, _query)

@@ -17,7 +17,7 @@ import copy
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..agents.live import stored_calls
+from ..agents.live import next_rid, stored_calls
 from . import api_requests
 from .common import (
     BadRecord,
@@ -341,7 +341,11 @@ class ClaudeParser:
         known = self._hooked.get(target.id)
         if known is None or call_id not in known:  # the hook may have stored it since
             known = self._hooked[target.id] = await stored_calls(self.hub.writer, target.id)
-        return call_id in known
+        if call_id in known:
+            return True
+        # Imported here (its hook failed): past the ids the hook took since this import looked.
+        target.session.advance_ids(await next_rid(self.hub.writer, target.id))
+        return False
 
     async def _read(self, replay: Replay, args: dict[str, Any], text: str, tur: Any,
                     ref: dict[str, Any]) -> bool:  # fmt: skip

@@ -24,7 +24,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from ..agents.live import stored_calls
+from ..agents.live import next_rid, stored_calls
 from ..tools import ToolError
 from ..tools import patch as patch_tool
 from .common import (
@@ -267,7 +267,11 @@ class CodexParser:
             return False
         if self._live is None or call_id not in self._live:  # stored since the last look
             self._live = await stored_calls(self.hub.writer, main.id)
-        return call_id in self._live
+        if call_id in self._live:
+            return True
+        # Imported here (a call outside ctxview's tools): past the ids `ctxview mcp` took.
+        main.session.advance_ids(await next_rid(self.hub.writer, main.id))
+        return False
 
     async def _patch(self, main: Replay, name: str, args: dict[str, Any], patch: str, text: str,
                      exit_code: int | None, ref: dict[str, Any]) -> None:  # fmt: skip
