@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +33,12 @@ MARK = "SECRET"  # in the victim's text and in a file name outside: seen in a re
 # The swapper, a second process. file mode: ws/t.txt is a fresh regular file, then a symlink
 # to ../outside/t.txt, each put in place by an atomic rename. dir mode: ws/d is a folder holding
 # t.txt, then a symlink to ../outside, exchanged atomically (renameat2 RENAME_EXCHANGE).
-# It says "ready" after its first swap and, on SIGTERM, how many swaps it made.
+# It says "ready" after its first swap, "enough" once it has made the swaps it is told to (a
+# loaded machine gives it fewer in the window) and, on SIGTERM, how many swaps it made.
 SWAPPER = r"""
 import ctypes, os, signal, sys
 ws, swap, mode, inside = sys.argv[1:5]
+enough = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 swaps = 0
 def stop(*_):
     sys.stdout.write(f"{swaps}\n")
@@ -63,6 +66,8 @@ if mode == "file":
         swaps += 2
         if swaps == 2:
             print("ready", flush=True)
+        if swaps == max(2, enough + enough % 2):
+            print("enough", flush=True)
 else:
     d, alt = os.path.join(ws, "d"), os.path.join(swap, "alt")
     while True:
@@ -78,6 +83,8 @@ else:
         swaps += 2
         if swaps == 2:
             print("ready", flush=True)
+        if swaps == max(2, enough + enough % 2):
+            print("enough", flush=True)
 """
 
 
@@ -148,8 +155,9 @@ def _make_outside(outside: Path) -> dict[str, tuple[int, int, bytes]]:
 class _Arena:
     """One case's workspace, outside folder and swapper."""
 
-    def __init__(self, tmp: Path, case: str, mode: str) -> None:
+    def __init__(self, tmp: Path, case: str, mode: str, min_swaps: int = 0) -> None:
         self.tmp, self.ws, self.outside = tmp, tmp / "ws", tmp / "outside"
+        self.said: list[str] = []  # the swapper's lines after "ready"
         swap = tmp / "swap"
         for d in (self.ws, self.outside, swap):
             d.mkdir(parents=True)
@@ -164,22 +172,27 @@ class _Arena:
         self.figures = Figures(case, mode)
         with open(tmp / "swapper.err", "w") as err:  # why a swapper stopped, if one does
             self.swapper = subprocess.Popen(
-                [sys.executable, "-c", SWAPPER, str(self.ws), str(swap), mode, INSIDE],
+                [sys.executable, "-c", SWAPPER, str(self.ws), str(swap), mode, INSIDE,
+                 str(min_swaps)],
                 stdout=subprocess.PIPE, stderr=err, text=True)  # fmt: skip
 
     def wait_ready(self) -> None:
         assert self.swapper.stdout is not None
         if self.swapper.stdout.readline().strip() != "ready":
             raise RuntimeError(f"the swapper of {self.figures.case} did not start")
+        out = self.swapper.stdout
+        self._reading = threading.Thread(target=lambda: self.said.extend(s.strip() for s in out))
+        self._reading.start()
 
     async def run(self, session: Session, start: float, seconds: float, min_calls: int = 0) -> None:
-        """Calls for `seconds`, and on until there have been `min_calls` (a loaded machine gives
-        each case fewer calls in the window), but never past six windows."""
+        """Calls for `seconds`, and on until there have been `min_calls` and the swapper has said
+        "enough" (a loaded machine gives each case fewer in the window), never past six windows."""
         figures = self.figures
 
         def more() -> bool:
             took = time.monotonic() - start
-            return took < seconds or (figures.calls < min_calls and took < 6 * seconds)
+            short = figures.calls < min_calls or "enough" not in self.said
+            return took < seconds or (short and took < 6 * seconds)
 
         while more():
             shown = await session.run(self.tool, self.args)
@@ -208,21 +221,24 @@ class _Arena:
             err = (self.tmp / "swapper.err").read_text().strip().splitlines()
             self.figures.stopped = err[-1] if err else f"exit {self.swapper.returncode}"
         try:
-            out, _ = self.swapper.communicate(timeout=10)
-            self.figures.swaps = int(out.split()[-1]) if out.split() else 0
+            self.swapper.wait(timeout=10)
+            if hasattr(self, "_reading"):
+                self._reading.join(timeout=10)
+            self.figures.swaps = int(self.said[-1]) if self.said else 0
         except (subprocess.TimeoutExpired, ValueError):
             self.swapper.kill()
             self.swapper.wait()
 
 
-async def race_all(runs: list[tuple[Path, str, str]], seconds: float,
-                   min_calls: int = 0) -> list[Figures]:  # fmt: skip
+async def race_all(runs: list[tuple[Path, str, str]], seconds: float, min_calls: int = 0,
+                   min_swaps: int = 0) -> list[Figures]:  # fmt: skip
     """Run every (folder, case, mode) of `runs` at once, each against its own swapper, in one
-    window of `seconds` (longer for a case until it has made `min_calls`); their figures."""
+    window of `seconds` (longer for a case until it has made `min_calls` and its swapper
+    `min_swaps`); their figures."""
     arenas: list[_Arena] = []
     try:
         for tmp, case, mode in runs:
-            arenas.append(_Arena(tmp, case, mode))
+            arenas.append(_Arena(tmp, case, mode, min_swaps))
         for arena in arenas:
             arena.wait_ready()
         async with contextlib.AsyncExitStack() as stack:

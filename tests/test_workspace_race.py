@@ -19,14 +19,14 @@ SECONDS = 10.0
 CASES = [(mode, case) for mode in ("file", "dir") for case in cases(mode)]
 IDS = [f"{m}-{c}" for m, c in CASES]
 MIN_CALLS = 20  # each case goes on past the window until it has made this many calls
-MIN_SWAPS = 100  # each swapper's share: the path really changed under the calls
+MIN_SWAPS = 100  # each swapper's: the path really changed under the calls (also waited for)
 
 
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Figures]:
     tmp = tmp_path_factory.mktemp("race")
     runs = [(tmp / f"{m}-{c}", c, m) for m, c in CASES]
-    out = asyncio.run(race_all(runs, SECONDS, MIN_CALLS + 1))
+    out = asyncio.run(race_all(runs, SECONDS, MIN_CALLS + 1, MIN_SWAPS + 2))
     print(f"\nload {os.getloadavg()[0]:.1f}")
     for f in out:
         print(f.line())

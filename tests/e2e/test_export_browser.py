@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,15 @@ def in_view(page: sync_api.Page, element_id: str) -> bool:
     ))  # fmt: skip
 
 
+def until(page: sync_api.Page, check: Callable[[], object], what: str, timeout: float = 30) -> None:
+    """Poll `check` until it holds (the page's hashchange handler opens and scrolls after the
+    click returns: a fixed 300 ms wait was a loaded machine's race); fail after `timeout` s."""
+    end = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < end, f"{what}: not after {timeout} s"
+        page.wait_for_timeout(50)
+
+
 def click_stub(page: sync_api.Page) -> None:
     """The stub #1008 (an unchanged re-read) leads to #1003: its id, clicked, brings #1003
     into view."""
@@ -78,9 +88,8 @@ def click_stub(page: sync_api.Page) -> None:
     link.scroll_into_view_if_needed()
     assert not in_view(page, "1003")
     link.click()
-    page.wait_for_timeout(300)
-    assert page.evaluate("location.hash") == "#1003"
-    assert in_view(page, "1003")
+    until(page, lambda: page.evaluate("location.hash") == "#1003" and in_view(page, "1003"),
+          "#1003 in view")
 
 
 @pytest.mark.parametrize("js", [True, False], ids=["js-on", "js-off"])
@@ -104,9 +113,8 @@ def test_demo_links_and_folds(demo: Path, browser: sync_api.Browser, js: bool) -
     assert elision.locator("pre").inner_text().count("\n") > 100
     # A link into the folded sub-agent opens it (the script, or the browser's own revealing).
     page.goto((demo / "demo.html").as_uri() + "#a1-1000")
-    page.wait_for_timeout(300)
-    assert page.evaluate("document.getElementById('agent-1').open")
-    assert in_view(page, "a1-1000")
+    until(page, lambda: page.evaluate("document.getElementById('agent-1').open")
+          and in_view(page, "a1-1000"), "the sub-agent open, #a1-1000 in view")  # fmt: skip
     assert all(u.startswith("file:") for u in fetched), fetched
     page.context.close()
 
@@ -134,13 +142,11 @@ def test_link_across_pages(demo: Path, browser: sync_api.Browser) -> None:
     link.scroll_into_view_if_needed()
     link.click()
     page.wait_for_url(f"**/{target_file}#{anchor}")
-    page.wait_for_timeout(300)
-    assert in_view(page, anchor)
+    until(page, lambda: in_view(page, anchor), f"#{anchor} in view")
     # The index lists the pages and the contents point into them.
     page.goto((demo / "paged.html").as_uri())
     page.locator("nav.toc li.boundary a").first.click()
-    page.wait_for_timeout(300)
-    assert in_view(page, "b-1")
+    until(page, lambda: in_view(page, "b-1"), "#b-1 in view")
     assert all(u.startswith("file:") for u in fetched), fetched
     page.context.close()
 
@@ -172,15 +178,17 @@ def test_real_claude_code_session(browser: sync_api.Browser, tmp_path: Path) -> 
         assert href and href.startswith("#")
         page.evaluate("window.scrollTo(0, 0)")
         page.goto(out.as_uri() + href)
-        page.wait_for_timeout(300)
-        assert in_view(page, href[1:])
+        until(page, lambda p=page, h=href: in_view(p, h[1:]), f"{href} in view")
         # A link into the sub-agent (folded under its call) opens it and lands.
         agent = page.locator("main a[href^='#agent-']").first
         agent.scroll_into_view_if_needed()
         agent.click()
-        page.wait_for_timeout(300)
-        target = page.evaluate("location.hash").lstrip("#")
-        assert target.startswith("agent-") and in_view(page, target)
+
+        def landed(page: sync_api.Page = page) -> bool:
+            target = page.evaluate("location.hash").lstrip("#")
+            return target.startswith("agent-") and in_view(page, target)
+
+        until(page, landed, "the sub-agent in view")
         # The sub-agent under its Task call.
         assert page.locator("details.agent").count() >= 1
         assert all(u.startswith("file:") for u in fetched), fetched
