@@ -14,26 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_far_jump
 from ctxview.backend.session import Session
 from ctxview.backend.store import Reader, Writer
 from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.widgets import transcript_view
 from ctxview.viewer.widgets.transcript_view import TranscriptView
-from test_far_jump import FIRST, RESULTS, _long
+from test_far_jump import FIRST, RESULTS
 from textual._compositor import Compositor
 from viewer_helpers import settle, view_of, wait_for
 
 SIZE = (100, 30)
-
-
-@pytest.fixture
-async def long_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(transcript_view, "TAIL_ROWS", 100)
-    monkeypatch.setattr(transcript_view, "CHUNK_ROWS", 10)
-    monkeypatch.setattr(transcript_view, "AHEAD_ROWS", 10)
-    monkeypatch.setattr(transcript_view, "WINDOW_BEFORE", 20)
-    monkeypatch.setattr(transcript_view, "WINDOW_AFTER", 60)
-    return await _long(tmp_path)
+long_store = test_far_jump.long_store  # the fixture: a long session, small loading steps
 
 
 async def _opened(pilot: Any) -> TranscriptView:
