@@ -23,7 +23,7 @@ from .context import ContextState, load_texts, render_context
 from .edits import EDIT_TOOLS
 from .result import Result, sha256_text
 from .rules import brackets
-from .rules.cap import cap
+from .rules.cap import cap, fit
 from .rules.compaction import compaction_text
 from .rules.context import Usage
 from .rules.dedupe import DedupeTable, ReadEntry, ResultEntry, args_key
@@ -191,18 +191,23 @@ class Session:
         note: str | None = None,
         seen: int | None = None,
         ts: float | None = None,
+        shows_at_most: int | None = None,
     ) -> str:
         """Insert the result of a tool the harness ran itself (any name): it gets an id, is stored
-        in full, capped, and for the `dedupe.by_result` tools compared with earlier results."""
+        in full, capped, and for the `dedupe.by_result` tools compared with earlier results.
+
+        `shows_at_most`, for a host that cuts a longer result itself: the cap is fitted to it
+        (`cap.fit`), so the elision line reaches the model."""
         args = dict(args or {})
         ref = call_ref or self._call_ref()
         ts = ts if ts is not None else time.time()
+        bounds = self.config if shows_at_most is None else fit(self.config, shows_at_most)
         if tool in self.config["dedupe.by_result"]:
             if note:  # the note is part of what is compared: a new warning shows in full
                 output = f"{output}\n{note}" if output else note
-            result = self._by_result(tool, args, output)
+            result = self._by_result(tool, args, output, bounds)
         else:
-            result = self._generic(tool, output, note=note)
+            result = self._generic(tool, output, note=note, bounds=bounds)
         await self._store(result, ref, seen, ts, call=self._call_event(ts, tool, args, ref))
         return result.shown
 
@@ -463,22 +468,25 @@ class Session:
         return Result(rid, tool, brackets.with_sentence(brackets.plain(self.ref(rid)), sentence),
                       sentence, "error")  # fmt: skip
 
-    def _generic(self, tool: str, output: str, note: str | None = None) -> Result:
-        """§1 and §3: `[#id]`, a newline, the output, capped on the way in."""
+    def _generic(self, tool: str, output: str, note: str | None = None,
+                 bounds: Config | None = None) -> Result:  # fmt: skip
+        """§1 and §3: `[#id]`, a newline, the output, capped on the way in (by `bounds`, the
+        session's config unless a host's limit fitted it)."""
         if not isinstance(output, str):
             output = str(output)
         if note:
             output = f"{output}\n{note}" if output else note
         rid = self._take_id()
         ref = self.ref(rid)
-        capped = cap(output, ref, self.config)
+        capped = cap(output, ref, bounds or self.config)
         if capped is None:
             body = output.replace("\r\n", "\n") if "\r" in output else output
             return Result(rid, tool, brackets.with_body(brackets.plain(ref), body), output, "full")
         return Result(rid, tool, brackets.with_body(brackets.plain(ref), capped.text), output,
                       "full", capped=True, elided_lines=capped.elided)  # fmt: skip
 
-    def _by_result(self, tool: str, args: dict[str, Any], output: str) -> Result:
+    def _by_result(self, tool: str, args: dict[str, Any], output: str,
+                   bounds: Config | None = None) -> Result:  # fmt: skip
         """§6: the same arguments and the same text as a result in the dedupe table: a stub."""
         key = args_key(args)
         text_sha = sha256_text(output)
@@ -491,7 +499,7 @@ class Session:
             )
             return Result(rid, tool, shown, output, "same", points_to=hit.rid,
                           data={"args_key": key, "text_sha": text_sha})  # fmt: skip
-        result = self._generic(tool, output)
+        result = self._generic(tool, output, bounds=bounds)
         result.data = {"args_key": key, "text_sha": text_sha}
         self.dedupe.add_result(ResultEntry(result.rid, tool, key, text_sha))
         return result

@@ -74,3 +74,21 @@ def test_tail_stops_at_a_line_longer_than_tail_chars() -> None:
     c = cap(text, "#1", CFG)
     assert c is not None
     assert c.tail_lines == 1 and c.text.endswith("full output #1]\nlast")
+
+
+def test_fit_scales_the_bounds_under_a_hosts_limit() -> None:
+    """A host that shows at most 20,000 characters (Claude Code's Grep): whatever the text,
+    the capped text with its elision line fits, and head and tail keep their 2:1 share."""
+    from ctxview.backend.rules.cap import fit
+
+    fitted = fit(CFG, 20_000)
+    assert fitted["cap.max_chars"] < 20_000
+    assert abs(fitted["cap.head_chars"] - 2 * fitted["cap.tail_chars"]) <= 2
+    assert fitted["cap.max_lines"] == CFG["cap.max_lines"]  # lines are not the host's concern
+    for text in (lines(300, "{} " + "w" * 200), "y" * 35_000, lines(5000)):
+        capped = cap(text, "#1000", fitted)
+        assert capped is not None
+        assert len(f"[#1000]\n{capped.text}") <= 20_000
+        assert "elided, full output #1000]" in capped.text
+    assert fit(CFG, 50_000) is CFG  # the spec's bounds already fit: kept as they are
+    assert fit(Config({"cap.max_lines": 100}), 20_000)["cap.max_lines"] == 100  # overrides kept

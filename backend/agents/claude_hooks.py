@@ -63,6 +63,10 @@ _STOPPED = ("The search stopped before it finished, most likely at its time limi
 # Grep fields Claude Code turns into text around `content`: in our answer that text is already
 # part of the result, so they go.
 _GREP_NOTES = ("appliedLimit", "appliedOffset", "timedOut")
+# The longest result Claude Code 2.1.328 sends as it is, per tool (its maxResultSizeChars); a
+# longer one reaches the model as a 2 KB preview, so the cap is fitted under it.
+_SHOWS_AT_MOST = {"Grep": 20_000}
+_SHOWS_AT_MOST_ELSE = 50_000
 # A hook's writes give up well inside Claude Code's 2 s budget rather than wait on a lock.
 BUSY_MS = 900
 
@@ -338,10 +342,12 @@ class HookEngine:
         if name in ("Grep", "Glob") and isinstance(resp, dict) and _names(resp.get("filenames")):
             return _post(await self._search(session, name, args, resp, ref))
         if name == "LS" and isinstance(resp, str):  # a listing (LS answered with its text)
-            return _post(await session.insert("list", args, resp, call_ref=ref, seen=len(resp)))
+            return _post(await session.insert("list", args, resp, call_ref=ref, seen=len(resp),
+                                                    shows_at_most=_shows_at_most(name)))
         if name == "WebFetch" and isinstance(resp, dict) and isinstance(resp.get("result"), str):
             text = resp["result"]
-            shown = await session.insert(name, args, text, call_ref=ref, seen=len(text))
+            shown = await session.insert(name, args, text, call_ref=ref, seen=len(text),
+                                         shows_at_most=_shows_at_most(name))  # fmt: skip
             # Claude Code sends `result` as it is; `citable` would cut it into search-result
             # blocks of its own.
             return _post({**_without(resp, "citable"), "result": shown})
@@ -396,7 +402,8 @@ class HookEngine:
             output = f"{output}\n{stderr}" if output else stderr
         tool = _search_tool(command) or "bash"
         shown = await session.insert(tool, {"command": command}, output, call_ref=ref,
-                                     seen=len(output))  # fmt: skip
+                                     seen=len(output),
+                                     shows_at_most=_shows_at_most("Bash"))  # fmt: skip
         return {**resp, "stdout": shown, "stderr": ""}
 
     async def _edit(self, session: Session, name: str, args: dict[str, Any],
@@ -446,7 +453,8 @@ class HookEngine:
         same call with the same result again is the same-result stub, §3: capped), and the
         3.0.0 text goes back in a form Claude Code sends exactly as it is."""
         text = _grep_text(resp) if name == "Grep" else _glob_text(resp)
-        shown = await session.insert(_SEARCHES[name], args, text, call_ref=ref, seen=len(text))
+        shown = await session.insert(_SEARCHES[name], args, text, call_ref=ref, seen=len(text),
+                                     shows_at_most=_shows_at_most(name))  # fmt: skip
         if name == "Grep":  # in content mode Grep sends `content` alone
             return {**{k: v for k, v in resp.items() if k not in _GREP_NOTES}, "mode": "content",
                     "content": shown, "numLines": shown.count("\n") + 1}  # fmt: skip
@@ -489,7 +497,8 @@ class HookEngine:
             text = json.dumps(resp, ensure_ascii=False, default=str)
             return await self._beside(session, name, args, text, ref,
                                       f"the id of this {name} result")  # fmt: skip
-        shown = await session.insert(name, args, text, call_ref=ref, seen=len(text))
+        shown = await session.insert(name, args, text, call_ref=ref, seen=len(text),
+                                     shows_at_most=_shows_at_most(name))  # fmt: skip
         if isinstance(resp, str):
             return _post(shown)
         return _post({**resp, "content": [{"type": "text", "text": shown}]})
@@ -545,6 +554,10 @@ def _key(session: Session, path: str) -> str:
 
 def _names(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _shows_at_most(tool: str) -> int:
+    return _SHOWS_AT_MOST.get(tool, _SHOWS_AT_MOST_ELSE)
 
 
 def _plural(n: int, word: str) -> str:

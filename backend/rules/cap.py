@@ -20,6 +20,26 @@ class Capped:
         return self.total_lines - self.head_lines - self.tail_lines
 
 
+# What a capped text adds to its head and tail: the id's bracket, the elision line, newlines.
+_FRAME_CHARS = 120
+
+
+def fit(config: Config, shows_at_most: int) -> Config:
+    """The cap's bounds for a host that shows a result of at most `shows_at_most` characters
+    and cuts a longer one itself (Claude Code sends a 20,000-character Grep as a 2 KB preview):
+    the whole capped text, elision line included, must reach the model. Head and tail keep
+    their 2:1 share; bounds already within the host's are kept as they are."""
+    room = max(shows_at_most - _FRAME_CHARS, 3)
+    if config["cap.max_chars"] <= room and (
+        config["cap.head_chars"] + config["cap.tail_chars"] <= room
+    ):
+        return config
+    head = min(config["cap.head_chars"], room * 2 // 3)
+    return Config({**config.overrides, "cap.max_chars": min(config["cap.max_chars"], room),
+                   "cap.head_chars": head,
+                   "cap.tail_chars": min(config["cap.tail_chars"], room - head)})  # fmt: skip
+
+
 def needs_cap(text: str, config: Config) -> bool:
     return len(text) > config["cap.max_chars"] or count_lines(text) > config["cap.max_lines"]
 

@@ -170,6 +170,24 @@ def stored(engine: HookEngine, rid: int) -> tuple[str, str]:
         conn.close()
 
 
+async def test_a_grep_of_long_lines_is_capped_to_fit_claude_codes_own_limit(engine, tmp_path):
+    """Claude Code sends a Grep result of over 20,000 characters as a 2 KB preview: the cap is
+    fitted under that, so the model gets the head, the elision line and the tail."""
+    wide = "\n".join(f"src/w{i}.py:{i}: " + "z" * 180 for i in range(300))  # 300 lines, 57k chars
+    args = {"pattern": "z", "output_mode": "content"}
+    resp = {"mode": "content", "numFiles": 300, "filenames": [], "content": wide, "numLines": 300}
+    got = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Grep", args, resp,
+                                                                "w1")))  # fmt: skip
+    assert len(got["content"]) <= 20_000
+    assert "lines elided, full output #1000]" in got["content"]
+    assert got["content"].endswith("z" * 180)  # the tail is there
+    assert stored(engine, 0x1000) == (got["content"], wide)
+    # Bash keeps the spec's bounds (Claude Code shows up to 50,000 characters of it).
+    bash = updated(await engine.handle("PostToolUse", tool_input(
+        tmp_path, "Bash", {"command": "cat wide.txt"}, {"stdout": wide, "stderr": ""}, "w2")))
+    assert 20_000 < len(bash["stdout"]) <= 31_000  # fmt: skip
+
+
 async def test_grep_is_a_search_capped_and_the_same_result_stub_in_every_mode(engine, tmp_path):
     """Grep's output (2.1.328: {mode, numFiles, filenames, content, numLines, …}) goes back in
     content mode, whose `content` Claude Code sends as it is: the id, the cap, the stub."""
