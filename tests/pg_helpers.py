@@ -179,7 +179,8 @@ def write_live(path: Path, sid: str, n: int, rate: float = 0, size: int = 200,
 
 
 def rows(path: Path, machine_free: bool = True) -> dict[str, object]:
-    """Every session's fields (the machine taken out of a pulled one's data), events and bodies."""
+    """Every session's fields (the machine taken out of a pulled one's data), events and bodies;
+    none for a store that a pull has made but not yet given its tables (a poll can look then)."""
     import json
     import sqlite3
 
@@ -188,6 +189,8 @@ def rows(path: Path, machine_free: bool = True) -> dict[str, object]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         sessions = {}
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'bodies'").fetchone():
+            return {"sessions": sessions, "events": [], "bodies": []}
         for r in conn.execute("SELECT id, title, workspace, source, started, ended, next_rid, data "
                               "FROM sessions"):  # fmt: skip
             data = json.loads(r[7] or "{}")
