@@ -5,17 +5,28 @@
     .venv/bin/python bench/bench_sync.py --latency-only
 
 (a) push throughput: `ctxview push` of the whole store into an empty database, wall time of the
-    process, MB/s of stored text (bodies' shown + stored); then `ctxview pull` of it into an empty
-    replica, the same.
+    process, MB/s of stored text (bodies' shown + stored) and rows/s; then `ctxview pull` of it
+    into an empty replica, the same. Then the same push for the real transcripts of
+    ../shared/realdata (the files bench_import.py picks), imported by `ctxview import` into a
+    fresh store first (skipped when ../shared/realdata is absent).
 (b) latency: a live session on device A commits 20 results/s (200 results); `push --watch` on A,
     `pull --watch` into C's replica. For each result, commit on A -> its row in PostgreSQL, and
     commit on A -> its row in C's replica (both polled every 5 ms): p50/p95. Target: p95 <= 1 s.
+    Where the time goes, from the followers' own timestamps ($CTXVIEW_SYNC_TRACE): push's wait
+    to see the commit (its poll of SQLite's data_version) and its read of the slice (ctxview),
+    the slice's PostgreSQL transaction with its NOTIFY (PostgreSQL, loopback round trips
+    included), the NOTIFY reaching pull (PostgreSQL), pull's queries (PostgreSQL) and its write
+    into the replica (ctxview).
+(c) the viewer on the replica pulled in (a): bench_viewer.py's first screen (its own child, the
+    same code) on the source store and on the replica, alternately, twice each; the best of each.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -32,11 +43,16 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 import pg_helpers  # noqa: E402
 
+CPU = {"ctxview": 0.0}  # the CPU seconds of the last ctx() process
+
 
 def ctx(*args: str, **env: str) -> tuple[float, str]:
     t0 = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-m", "ctxview.backend.cli", *args], text=True,
                          capture_output=True, env={**os.environ, **env})  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU["ctxview"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if out.returncode:
         raise SystemExit(out.stderr)
     return time.perf_counter() - t0, out.stdout.strip()
@@ -65,16 +81,87 @@ def text_mb(path: Path) -> float:
         conn.close()
 
 
-def throughput(c: pg_helpers.Cluster, store: Path) -> None:
-    url = pg_helpers.new_db(c)
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def rows_of(said: str) -> int:
+    return int(said.split()[1].replace(",", ""))
+
+
+def cpu_line(c: pg_helpers.Cluster, server_before: float, mb: float) -> str:
+    """The wall time depends on the load; the CPU each side used does much less."""
+    server, client = c.cpu_seconds() - server_before, CPU["ctxview"]
+    return (f"    CPU: ctxview {client:.1f} s, PostgreSQL {server:.1f} s; with a core each: "
+            f"~{mb / max(client, server, 1e-9):.1f} MB/s")  # fmt: skip
+
+
+def push_figure(c: pg_helpers.Cluster, url: str, store: Path, what: str) -> None:
     mb = text_mb(store)
+    server = c.cpu_seconds()
     secs, said = ctx("--store", str(store), "push", "--to", url, CTXVIEW_MACHINE="bench")
-    print(f"(a) push: {said}")
-    print(f"    {mb:,.0f} MB of text in {secs:.1f} s: {mb / secs:.1f} MB/s")
+    time.sleep(0.5)  # the backend's exit, so its CPU is counted
+    print(f"(a) push of {what}: {said}")
+    print(f"    {mb:,.1f} MB of text in {secs:.1f} s (the process's wall time): {mb / secs:.1f} "
+          f"MB/s, {rows_of(said) / secs:,.0f} rows/s ({load()})")  # fmt: skip
+    print(cpu_line(c, server, mb))
+
+
+def throughput(c: pg_helpers.Cluster, store: Path) -> Path:
+    """Push and pull of the store; the replica, for (c)."""
+    url = pg_helpers.new_db(c)
+    push_figure(c, url, store, "the viewer bench's store")
+    mb = text_mb(store)
     replica = Path(tempfile.mkdtemp(prefix="ctxview-bench-sync-")) / "replica.db"
+    server = c.cpu_seconds()
     secs, said = ctx("--store", str(replica), "pull", "--from", url)
-    print(f"    pull: {said.split(' into ')[0]} in {secs:.1f} s: {mb / secs:.1f} MB/s")
-    replica.unlink()
+    time.sleep(0.5)
+    print(f"    pull: {said.split(' into ')[0]} in {secs:.1f} s: {mb / secs:.1f} MB/s, "
+          f"{rows_of(said) / secs:,.0f} rows/s ({load()})")  # fmt: skip
+    print(cpu_line(c, server, mb))
+    return replica
+
+
+def real_sessions(c: pg_helpers.Cluster) -> None:
+    import bench_import
+
+    if not bench_import.REALDATA.is_dir():
+        print("(a) push of the real sessions: skipped, ../shared/realdata is not here")
+        return
+    files = [str(p) for p in bench_import.claude_sources()]
+    store = Path(tempfile.mkdtemp(prefix="ctxview-bench-sync-")) / "real.db"
+    ctx("--store", str(store), "import", *files)
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    conn.close()
+    push_figure(c, pg_helpers.new_db(c), store, f"{len(files)} real transcripts ({sessions} "
+                "sessions with their sub-agents)")  # fmt: skip
+    shutil.rmtree(store.parent)
+
+
+def pages(path: Path) -> str:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        n, free = (conn.execute(f"PRAGMA {p}").fetchone()[0]
+                   for p in ("page_count", "freelist_count"))  # fmt: skip
+        return f"{n * 4096 / 1e6:,.0f} MB in pages, {free:,} free"
+    finally:
+        conn.close()
+
+
+def viewer_on_replica(store: Path, replica: Path) -> None:
+    import bench_viewer
+
+    got: dict[str, list[float]] = {"local": [], "replica": []}
+    for _ in range(2):
+        for name, path in (("local", store), ("replica", replica)):
+            got[name].append(bench_viewer.run_child("--child", "open", str(path))["first_screen_s"])
+    best = {name: min(xs) for name, xs in got.items()}
+    each = {name: " / ".join(f"{x:.3f}" for x in xs) for name, xs in got.items()}
+    print(f"(c) viewer's first screen (bench_viewer.py (a), local and replica alternately): local "
+          f"store {each['local']} s, pulled replica {each['replica']} s; best replica/local "
+          f"{best['replica'] / best['local']:.2f} ({load()})")  # fmt: skip
+    print(f"    local: {pages(store)}; replica: {pages(replica)}")
 
 
 def pct(values: list[float], p: float) -> float:
@@ -86,7 +173,8 @@ def latency(c: pg_helpers.Cluster, n: int = 200, rate: float = 20) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="ctxview-bench-sync-"))
     a, replica, sid = tmp / "a.db", tmp / "c.db", "20261201-120000-aaaaaa"
     assert pg_helpers.write_live(a, sid, 1, 0).wait(30) == 0
-    env = {**os.environ, "CTXVIEW_MACHINE": "dev-a"}
+    traced = tmp / "trace"
+    env = {**os.environ, "CTXVIEW_MACHINE": "dev-a", "CTXVIEW_SYNC_TRACE": str(traced)}
     cli = [sys.executable, "-m", "ctxview.backend.cli"]
     procs = [subprocess.Popen([*cli, "--store", str(a), "push", "--to", url, "--watch"], env=env,
                               stdout=subprocess.DEVNULL),
@@ -148,7 +236,37 @@ def latency(c: pg_helpers.Cluster, n: int = 200, rate: float = 20) -> None:
         print(f"    {name}: p50 {pct(xs, 50) * 1000:.0f} ms, p95 {pct(xs, 95) * 1000:.0f} ms, "
               f"max {max(xs) * 1000:.0f} ms")  # fmt: skip
     verdict = "met" if pct(to_c, 95) <= 1.0 else "MISSED"
-    print(f"    target p95 <= 1 s (A -> C): {verdict}")
+    print(f"    target p95 <= 1 s (A -> C): {verdict} ({load()})")
+    parts(commits, traced.read_text().splitlines())
+
+
+def parts(commits: dict[int, float], lines: list[str]) -> None:
+    """Each result's way from A's commit to C's replica, cut at the followers' timestamps."""
+    pushes = sorted((float(f[4]), [float(x) for x in f[1:5]], int(f[5]))
+                    for f in (ln.split() for ln in lines) if f[0] == "push")  # fmt: skip
+    pulls = sorted((float(f[3]), [float(x) for x in f[1:4]], int(f[4]))
+                   for f in (ln.split() for ln in lines) if f[0] == "pull")  # fmt: skip
+    names = ("push sees the commit (its 50 ms poll of data_version)  ctxview",
+             "push reads the slice from SQLite                       ctxview",
+             "the slice's transaction, COPY to COMMIT and NOTIFY     PostgreSQL",
+             "the NOTIFY reaches pull --watch                        PostgreSQL",
+             "pull's queries                                         PostgreSQL",
+             "pull writes the replica (SQLite)                       ctxview")  # fmt: skip
+    cut: list[list[float]] = [[] for _ in names]
+    for rid, at in commits.items():
+        push = next((t for _, t, top in pushes if top >= rid and t[0] >= at), None)
+        pull = next((t for _, t, top in pulls if top >= rid and t[0] > 0), None)
+        if push is None or pull is None or pull[0] < push[3]:
+            continue
+        woke, _read, begun, done = push
+        got, fetched, written = pull
+        for i, x in enumerate((woke - at, begun - woke, done - begun, got - done, fetched - got,
+                               written - fetched)):  # fmt: skip
+            cut[i].append(max(0.0, x))
+    print(f"    where the time goes ({len(cut[0])} results traced), p50 / p95 ms:")
+    for name, xs in zip(names, cut, strict=True):
+        if xs:
+            print(f"      {name}  {pct(xs, 50) * 1000:6.1f} / {pct(xs, 95) * 1000:6.1f}")
 
 
 def main() -> int:
@@ -161,11 +279,19 @@ def main() -> int:
     if why:
         print(f"skipped: {why}")
         return 0
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{load()} on {os.cpu_count()} cores at the start; each figure prints its own")
     with pg_helpers.running() as c:
         if not args.latency_only:
-            throughput(c, store_for(args.results))
+            store = store_for(args.results)
+            replica = throughput(c, store)
+            real_sessions(c)
         latency(c)
+        if not args.latency_only:
+            if args.results is None:  # bench_viewer's child jumps to ids of its 100,000
+                viewer_on_replica(store, replica)
+            else:
+                print("(c) viewer on the replica: only with the viewer bench's store (no --results)")
+            shutil.rmtree(replica.parent)
     return 0
 
 

@@ -52,8 +52,10 @@ def _event_scans(url: str) -> int:
 
     def scans() -> int:
         with psycopg.connect(url) as conn:
-            row = conn.execute("SELECT coalesce(idx_scan, 0) + coalesce(seq_scan, 0) FROM "
-                               "pg_stat_user_tables WHERE relname = 'ctxview_events'").fetchone()  # fmt: skip
+            row = conn.execute(
+                "SELECT coalesce(idx_scan, 0) + coalesce(seq_scan, 0) FROM pg_stat_user_tables "
+                "WHERE relname = 'ctxview_events'"
+            ).fetchone()
             return int(row[0]) if row else 0
 
     last, deadline = scans(), time.monotonic() + 10

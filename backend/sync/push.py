@@ -240,7 +240,9 @@ class Pusher:
                          float(events[-1][1]) if events else mark.ts,
                          int(bodies[-1][0]) if bodies else mark.body, fields)  # fmt: skip
             # The next slice is read from SQLite while PostgreSQL works on this one.
-            nxt = asyncio.ensure_future(asyncio.to_thread(self._slice, sid, ahead)) if more else None
+            nxt = None
+            if more:
+                nxt = asyncio.ensure_future(asyncio.to_thread(self._slice, sid, ahead))
             try:
                 await self._send(sid, fields, events, bodies, rewind)
             except BaseException:
