@@ -82,7 +82,7 @@ async def test_a_new_session_appears_live_and_enter_opens_it(
 async def test_empty_store_says_so(tmp_path: Path, writer: Writer) -> None:
     await writer.flush()
     app = CtxviewApp(tmp_path / "store.db", watch=False)
-    async with app.run_test(size=(80, 12)) as pilot:
+    async with app.run_test(size=(80, 12)):
         await wait_for(lambda: app.screen.has_class("-empty"))
 
 
