@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ctxview.backend.store import Reader
 from ctxview.backend.store.records import Event
 from rich.segment import Segment
 from rich.style import Style
@@ -124,6 +125,7 @@ class TranscriptView(ScrollView, can_focus=True):
         self.at_tail = False  # the outline reaches the session's last row (live rows append)
         self._generation = 0  # each load() takes a number; an older one stops when it sees a newer
         self._held = 0  # jumps looking their target up (see hold_loading)
+        self._bulk: Any = None  # the loader's own read connection (see _bulk_reader)
         # rid -> (request, seq of the `elide` event) for the results an elision stride took out
         self.elided: dict[int, tuple[int, int]] = {}
         self._elide_seq = 0
@@ -265,13 +267,16 @@ class TranscriptView(ScrollView, can_focus=True):
         await self._screen_first(2.0)
         self.call_after_refresh(self._first_screen)
         # After a jump: the rows up to the tail, appended below the cursor.
+        # The steps below read through a connection of their own: on the one the screen reads
+        # through, a jump's lookup waited behind the step in flight (tens of ms when busy).
+        bulk = await self._bulk_reader()
         while not self.at_tail:
             await self._screen_first(0.5)
             if gen != self._generation:
                 return
             last = self.outline.last_seq
-            rows = await reader.outline(sid, after=last, before=last + AHEAD_ROWS + 1,
-                                        limit=AHEAD_ROWS)  # fmt: skip
+            rows = await bulk.outline(sid, after=last, before=last + AHEAD_ROWS + 1,
+                                      limit=AHEAD_ROWS)  # fmt: skip
             if gen != self._generation:
                 return
             if rows:
@@ -284,20 +289,42 @@ class TranscriptView(ScrollView, can_focus=True):
             if gen != self._generation:
                 return
             first = self.outline.first_seq
-            rows = await reader.outline(sid, before=first, limit=CHUNK_ROWS)
+            rows = await bulk.outline(sid, before=first, limit=CHUNK_ROWS)
             if gen != self._generation:
                 return
             if not rows:
                 break
-            epoch = await reader.count_kind(sid, "compaction", rows[0][SEQ] - 1)
+            epoch = await bulk.count_kind(sid, "compaction", rows[0][SEQ] - 1)
             if gen != self._generation:
                 return
             self._prepend(rows, epoch)
+        await self._close_bulk()
         self.fully_loaded = True
         self._strips.clear()  # links to results that were not loaded yet
         self._lines.clear()
         self.refresh()
         self.post_message(self.Loaded())
+
+    async def _bulk_reader(self) -> Any:
+        """The loader's own read connection, opened for the loading steps and closed when the
+        outline is whole (or the view goes); the app's reader when one cannot be opened."""
+        if self._bulk is None:
+            path = getattr(self.reader, "path", None)
+            try:
+                self._bulk = await Reader.open(path) if path is not None else None
+            except Exception:  # a store being replaced, say: the app's reader serves
+                self._bulk = None
+            if self._bulk is not None and self._bulk.identity != self.reader.identity:
+                await self._close_bulk()  # another file is at the path now: not this outline's
+        return self._bulk if self._bulk is not None else self.reader
+
+    async def _close_bulk(self) -> None:
+        bulk, self._bulk = self._bulk, None  # taken first: a new load opens its own
+        if bulk is not None:
+            await bulk.close()
+
+    async def on_unmount(self) -> None:
+        await self._close_bulk()
 
     async def _screen_first(self, limit: float) -> None:
         """Between loading steps: let a frame, a key or a live row through, and let the blocks on
