@@ -128,14 +128,15 @@ def real_sessions(c: pg_helpers.Cluster) -> None:
     if not bench_import.REALDATA.is_dir():
         print("(a) push of the real sessions: skipped, ../shared/realdata is not here")
         return
-    files = [str(p) for p in bench_import.claude_sources()]
+    # The whole folder, Claude Code and Codex alike, as a person's `ctxview import` of it.
+    files = sorted(bench_import.REALDATA.rglob("*.jsonl"))
     store = Path(tempfile.mkdtemp(prefix="ctxview-bench-sync-")) / "real.db"
-    ctx("--store", str(store), "import", *files)
+    ctx("--store", str(store), "import", str(bench_import.REALDATA))
     conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
     conn.close()
-    push_figure(c, pg_helpers.new_db(c), store, f"{len(files)} real transcripts ({sessions} "
-                "sessions with their sub-agents)")  # fmt: skip
+    push_figure(c, pg_helpers.new_db(c), store, f"the {len(files)} real transcripts of "
+                f"../shared/realdata ({sessions} sessions with their sub-agents)")  # fmt: skip
     shutil.rmtree(store.parent)
 
 
@@ -274,6 +275,7 @@ def main() -> int:
     parser.add_argument("--results", type=int, help="build a store of N results (default: the "
                         "viewer bench's 100,000)")  # fmt: skip
     parser.add_argument("--latency-only", action="store_true")
+    parser.add_argument("--real-only", action="store_true", help="only the real sessions' push")
     args = parser.parse_args()
     why = pg_helpers.available()
     if why:
@@ -281,6 +283,9 @@ def main() -> int:
         return 0
     print(f"{load()} on {os.cpu_count()} cores at the start; each figure prints its own")
     with pg_helpers.running() as c:
+        if args.real_only:
+            real_sessions(c)
+            return 0
         if not args.latency_only:
             store = store_for(args.results)
             replica = throughput(c, store)
