@@ -32,10 +32,10 @@ def test_the_no_store_sentence_says_a_command_that_writes_that_store(tmp_path: P
         assert done.returncode == 1 and not store.exists()
         said = done.stderr.strip()
         assert said.startswith(f"ctxview: There is no store at {store} yet: "), said
-        demo = re.search(r"`ctxview([^`]*) demo`", said)
+        demo = re.search(r"`ctxview demo([^`]*)`", said)
         assert demo is not None, said
         # Run the command it names: it writes the very store the viewer looks for.
-        made = _ctxview(env, *shlex.split(demo.group(1)), "demo", "--no-view", "--pace", "0")
+        made = _ctxview(env, "demo", *shlex.split(demo.group(1)), "--no-view", "--pace", "0")
         assert made.returncode == 0, made.stderr
         assert f"store: {store}" in made.stdout
         sid = made.stdout.split("session: ", 1)[1].split()[0]

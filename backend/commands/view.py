@@ -26,8 +26,8 @@ async def _check(args: argparse.Namespace) -> str | None:
         # The same --store, or the demo and the import would write another store than this.
         given = f" --store {shlex.quote(str(path))}" if getattr(args, "store", None) else ""
         raise CliError(
-            f"There is no store at {path} yet: `ctxview{given} demo` writes a sample session to "
-            f"it, `ctxview{given} import ~/.claude/projects` your Claude Code sessions."
+            f"There is no store at {path} yet: `ctxview demo{given}` writes a sample session to "
+            f"it, `ctxview import{given} ~/.claude/projects` your Claude Code sessions."
         )
     reader = await Reader.open(path)
     try:
