@@ -55,11 +55,13 @@ class DemoRun:
 
     async def close(self) -> None:
         """End what is still live (the viewer was closed mid-story) and close the writer."""
-        for s in [*self.children, self.session]:
-            info = await self.writer.session_info(s.id)
-            if info is not None and info.get("ended") is None:
-                await s.end()
-        await self.writer.close()
+        try:
+            for s in [*self.children, self.session]:
+                info = await self.writer.session_info(s.id)
+                if info is not None and info.get("ended") is None:
+                    await s.end()
+        finally:  # a store kept locked fails the end: the writer still closes, the process exits
+            await self.writer.close()
 
 
 def temp_store() -> Path:
@@ -75,8 +77,17 @@ async def open_demo(store: Path | None = None) -> DemoRun:
     store = Path(store) if store is not None else temp_store()
     store.parent.mkdir(parents=True, exist_ok=True)
     workspace = copy_project(Path(tempfile.mkdtemp(prefix="ctxview-demo-workspace-")))
-    writer = await Writer.open(store)
-    session = await Session.start(writer, workspace, title=TITLE, source="demo")
+    try:
+        writer = await Writer.open(store)
+    except BaseException:
+        shutil.rmtree(workspace.parent, ignore_errors=True)
+        raise
+    try:
+        session = await Session.start(writer, workspace, title=TITLE, source="demo")
+    except BaseException:  # (a store kept locked): no connection left open, no folder left
+        await writer.close()
+        shutil.rmtree(workspace.parent, ignore_errors=True)
+        raise
     return DemoRun(store, workspace, writer, session)
 
 

@@ -164,9 +164,16 @@ class Writer:
         return cls(conn, path, fts_max_chars)
 
     async def close(self) -> None:
-        await self.flush()
-        await self._release()
-        await self._conn.close()
+        """Commit what is queued, end the leases, close the connection; the connection is closed
+        even when the commit fails (a store kept locked past the busy timeout): its thread would
+        otherwise keep the process from ever exiting."""
+        try:
+            await self.flush()
+        finally:
+            try:
+                await self._release()
+            finally:
+                await self._conn.close()
 
     # The lease: a session is live while a writer is attached to it.
 
