@@ -6,8 +6,8 @@
 Prints its figures and a verdict per target; exits 1 with --strict when a target is missed.
 The figures depend on the machine and on what else runs on it (note the load average printed).
 
-Fixture: one session of 100,000 results (and their calls, a message every 10 results, a
-compaction every 10,000) holding >= 500 MB of stored text, written straight through the store's
+Fixture: one session of 100,000 results (and their calls, a message every 10 results in
+Markdown (see message_text), a compaction every 10,000) holding >= 500 MB of stored text, written straight through the store's
 writer in batch mode (a fixture, not the engine's speed). Cached in the temp folder.
 
 (a) first screen: a fresh process opens the app on that session; the time from constructing the
@@ -55,6 +55,8 @@ FIXTURE = Path(tempfile.gettempdir()) / "ctxview-bench-viewer" / "store.db"
 SESSION = "bench-100k"
 LIVE_SESSION = "bench-live"
 SIZE = (120, 50)
+# The fixture's shape: a marker from before this version is built again (2: Markdown messages).
+FIXTURE_VERSION = 2
 
 _LINE = "    assert compute(value, depth={d}) == expected  # case {i} of the generated suite\n"
 
@@ -63,6 +65,46 @@ def stored_text(rid: int) -> str:
     """About 5,400 characters in 80 lines: a test run's output with the id in it."""
     head = f"run {rid:x}: collected 80 items\n"
     return head + "".join(_LINE.format(d=rid % 97, i=i) for i in range(80))
+
+
+def message_text(n: int, rid: int) -> str:
+    """The assistant's Markdown at step n (a message every 10 results), as real sessions write
+    it: every message has inline code and a bullet list; every 5th a ```python fence of 10
+    lines; every 20th a heading and a small table. Deterministic: the same text for the same n."""
+    m = n // 10
+    parts = []
+    if m % 20 == 0:
+        parts.append(f"### Progress at step {n}\n")
+    parts.append(
+        f"Step {n}: running `pytest -k case{n}` again; see #{rid - 1:04x}. The **failing** "
+        f"case is `compute(value, depth={rid % 97})`:\n\n"
+        f"- `depth={rid % 97}` returns *{m % 7}* instead of `{(m + 1) % 7}`\n"
+        f"- the cache in `suite/fixtures.py` is stale after [the last run](#{rid - 1:04x})\n"
+        f"- next: rerun with `--lf -x` and compare\n"
+    )
+    if m % 5 == 0:
+        parts.append(
+            "\n```python\n"
+            f"def compute(value: int, depth: int = {rid % 97}) -> int:\n"
+            '    """Fold value down to depth, memoised per call."""\n'
+            "    seen: dict[int, int] = {}\n"
+            "    for level in range(depth):\n"
+            "        if level in seen:\n"
+            "            continue\n"
+            f"        value = (value * {m % 13 + 2} + level) % 1_000_003\n"
+            "        seen[level] = value\n"
+            "    return value\n"
+            f"assert compute({n}) == expected  # step {n}\n"
+            "```\n"
+        )
+    if m % 20 == 0:
+        parts.append(
+            "\n| case | depth | result |\n|---|---:|:---:|\n"
+            f"| case{n} | {rid % 97} | fail |\n"
+            f"| case{n + 1} | {(rid + 1) % 97} | pass |\n"
+            f"| case{n + 2} | {(rid + 2) % 97} | pass |\n"
+        )
+    return "".join(parts)
 
 
 async def build(path: Path) -> None:
@@ -82,7 +124,7 @@ async def build(path: Path) -> None:
             events: list[Event] = []
             if n % 10 == 0:
                 events.append(Event(ts=t, kind="message", role="assistant",
-                                    text=f"Step {n}: running the suite again; see #{rid - 1:04x}."))  # fmt: skip
+                                    text=message_text(n, rid)))  # fmt: skip
             if n and n % 10_000 == 0:
                 events.append(Event(ts=t, kind="compaction", text=f"Summary at {n}.",
                                     data=json.dumps({"rows": [], "inserted": ""})))  # fmt: skip
@@ -105,15 +147,15 @@ async def build(path: Path) -> None:
     await writer.create_session(LIVE_SESSION, title="bench: live", workspace=str(path.parent),
                                 next_rid=0x1000, started=1_764_000_000.0)  # fmt: skip
     await writer.close()
-    (path.parent / "built").write_text(
-        json.dumps({"stored_chars": total, "schema": SCHEMA_VERSION, "results": RESULTS})
-    )
+    marker = {"stored_chars": total, "schema": SCHEMA_VERSION, "results": RESULTS}
+    (path.parent / "built").write_text(json.dumps({**marker, "fixture": FIXTURE_VERSION}))
 
 
 def fixture(rebuild: bool) -> tuple[Path, int]:
     marker = FIXTURE.parent / "built"
     built = json.loads(marker.read_text()) if marker.exists() else {}
-    if rebuild or built.get("schema") != SCHEMA_VERSION or built.get("results") != RESULTS:
+    if (rebuild or built.get("schema") != SCHEMA_VERSION or built.get("results") != RESULTS
+            or built.get("fixture") != FIXTURE_VERSION):  # fmt: skip
         t0 = time.perf_counter()
         print(f"building the fixture at {FIXTURE} ...", flush=True)
         asyncio.run(build(FIXTURE))
