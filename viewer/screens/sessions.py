@@ -301,6 +301,19 @@ class SessionsScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         if self._dirty:
             self.reload()
+        else:  # a lease may have run out while hidden (the check skips a hidden list)
+            self._layout_rows()
+
+    @property
+    def shown(self) -> bool:
+        """Can the list be seen: every screen above it lets it show through. Not Textual's
+        `is_current`, which also counts the screen right under an opaque one (a transcript over
+        the list), so the hidden list reloaded and repainted on every commit."""
+        stack = self.app.screen_stack
+        if self not in stack:
+            return False
+        above = stack[stack.index(self) + 1 :]
+        return all(screen.styles.background.a < 1 for screen in above)
 
     def on_resize(self) -> None:
         self._layout_rows(force=False)
@@ -308,7 +321,7 @@ class SessionsScreen(Screen[None]):
     @on(StoreChanged)
     def _store_changed(self, event: StoreChanged) -> None:
         event.stop()
-        if not self.is_current:  # reload when shown again
+        if not self.shown:  # reload once when shown again
             self._dirty = True
             return
         self.reload()
@@ -354,7 +367,7 @@ class SessionsScreen(Screen[None]):
         self.query_one(SessionTable).focus()
 
     def _lease_check(self) -> None:
-        if self._rows and any(r.live for r in self._rows):
+        if self._rows and any(r.live for r in self._rows) and self.shown:
             self._layout_rows()
 
     def reload(self) -> None:
