@@ -55,8 +55,9 @@ FIXTURE = Path(tempfile.gettempdir()) / "ctxview-bench-viewer" / "store.db"
 SESSION = "bench-100k"
 LIVE_SESSION = "bench-live"
 SIZE = (120, 50)
-# The fixture's shape: a marker from before this version is built again (2: Markdown messages).
-FIXTURE_VERSION = 2
+# The fixture's shape: a marker from before this version is built again (3: Markdown messages,
+# and a closing one on the first screen).
+FIXTURE_VERSION = 3
 
 _LINE = "    assert compute(value, depth={d}) == expected  # case {i} of the generated suite\n"
 
@@ -144,6 +145,11 @@ async def build(path: Path) -> None:
                 stored_chars=len(stored), stored_lines=80 + 1,
             ))  # fmt: skip
             await writer.append(SESSION, events, [Body(rid, shown, stored)])
+        # The closing summary (heading, list, fence, table): the first screen shows the newest
+        # rows, which would otherwise hold no message (one every 10 results, ~12 lines each).
+        final = message_text(RESULTS, 0x1000 + RESULTS)
+        await writer.append(SESSION, [Event(ts=t + 0.5, kind="message", role="assistant",
+                                            text=final)], [])  # fmt: skip
     await writer.create_session(LIVE_SESSION, title="bench: live", workspace=str(path.parent),
                                 next_rid=0x1000, started=1_764_000_000.0)  # fmt: skip
     await writer.close()
