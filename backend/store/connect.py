@@ -4,6 +4,7 @@ schema check and a bounded integrity check for both, and SQLite's errors as one 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import threading
@@ -70,6 +71,10 @@ async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
         _before_reading(path)
         target, uri = _read_only_uri(path), True
     conn = aiosqlite.connect(target, isolation_level=None, uri=uri)
+    # Its worker thread would keep the process alive after the loop ended if the connection
+    # were never closed (a task cancelled while opening, a ^C): a daemon thread cannot. A
+    # commit is SQLite's to make atomic, so nothing committed depends on the thread's end.
+    conn._thread.daemon = True
     try:
         await conn
     except sqlite3.Error as exc:
@@ -77,6 +82,10 @@ async def open_connection(path: Path, *, create: bool) -> aiosqlite.Connection:
         # with this error), the thread would print a traceback about the closed loop.
         conn._thread.join(timeout=5)
         raise StoreError(sentence(exc, path, opening=True)) from None
+    except BaseException:  # cancelled while connecting: the connection is closed, not left
+        with contextlib.suppress(Exception):
+            await asyncio.shield(conn.close())
+        raise
     try:
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         # Look before setting WAL mode: a file that is not ours is left exactly as it was.

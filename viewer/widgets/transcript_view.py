@@ -126,6 +126,7 @@ class TranscriptView(ScrollView, can_focus=True):
         self._generation = 0  # each load() takes a number; an older one stops when it sees a newer
         self._held = 0  # jumps looking their target up (see hold_loading)
         self._bulk: Any = None  # the loader's own read connection (see _bulk_reader)
+        self._unmounted = False
         # rid -> (request, seq of the `elide` event) for the results an elision stride took out
         self.elided: dict[int, tuple[int, int]] = {}
         self._elide_seq = 0
@@ -314,6 +315,8 @@ class TranscriptView(ScrollView, can_focus=True):
                 self._bulk = await Reader.open(path) if path is not None else None
             except Exception:  # a store being replaced, say: the app's reader serves
                 self._bulk = None
+            if self._bulk is not None and self._unmounted:  # the view went while it opened
+                await self._close_bulk()
             if self._bulk is not None and self._bulk.identity != self.reader.identity:
                 await self._close_bulk()  # another file is at the path now: not this outline's
         return self._bulk if self._bulk is not None else self.reader
@@ -324,6 +327,7 @@ class TranscriptView(ScrollView, can_focus=True):
             await bulk.close()
 
     async def on_unmount(self) -> None:
+        self._unmounted = True
         await self._close_bulk()
 
     async def _screen_first(self, limit: float) -> None:
