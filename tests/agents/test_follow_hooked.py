@@ -20,6 +20,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -50,11 +51,25 @@ class _Follow:
     def __init__(self, env: dict[str, str], path: Path, cwd: Path) -> None:
         self.proc = subprocess.Popen([str(CTXVIEW), "follow", "--no-view", str(path)], cwd=cwd,
                                      env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.lines: list[str] = []
+        self.reading = threading.Thread(target=self._read, daemon=True)
+        self.reading.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        self.lines.extend(self.proc.stderr)
 
     def stop(self, after: float = 2.0) -> str:
+        # A ^C before it is following (a loaded machine's slow start) would end it non-zero.
+        deadline = time.monotonic() + 60
+        while not any(x.startswith("Following") for x in self.lines):
+            assert self.proc.poll() is None and time.monotonic() < deadline, self.lines
+            time.sleep(0.05)
         time.sleep(after)  # it has read what was appended last
         self.proc.send_signal(signal.SIGINT)
-        _, err = self.proc.communicate(timeout=30)
+        self.proc.wait(timeout=30)
+        self.reading.join(timeout=30)
+        err = "".join(self.lines)
         assert self.proc.returncode == 0, err
         return err
 
