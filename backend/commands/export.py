@@ -8,7 +8,9 @@ command would each pay Python's start-up and the store's creation)."""
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -121,7 +123,7 @@ def _export(args: argparse.Namespace, store: Path, session: str | None,
                 out = out / default_output(row.id, args.format)
             if not out.parent.is_dir():
                 raise CliError(f"There is no folder {out.parent} to write {out.name} in.")
-            result = export_session(source, row.id, args.format, out, page_bytes)
+            result = export_session(source, row.id, args.format, out, page_bytes, _workers())
             where = str(result.files[0].resolve())
             if result.pages > 1:
                 where += f" (an index and {result.pages} pages)"
@@ -131,3 +133,15 @@ def _export(args: argparse.Namespace, store: Path, session: str | None,
     print(f"Wrote {where}, {size:.1f} MB in {time.perf_counter() - t0:.1f} s; "
           f"{redactor.summary()}.")  # fmt: skip
     return 0
+
+
+def _workers() -> int:
+    """Two processes for a long HTML export on a machine with two cores or more (a command is
+    a process of its own, so it may fork); CTXVIEW_EXPORT_WORKERS=1 keeps it to one."""
+    if threading.active_count() > 1:  # forking a process with threads (a test's) is unsafe
+        return 1
+    try:
+        wanted = int(os.environ.get("CTXVIEW_EXPORT_WORKERS", "2"))
+    except ValueError:
+        wanted = 2
+    return max(1, min(wanted, 2, os.cpu_count() or 1))

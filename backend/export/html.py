@@ -8,10 +8,14 @@ escaped; messages go through Markdown with raw HTML off and images off.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import time
-from collections.abc import Iterator
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -541,18 +545,36 @@ class HtmlExport:
 
     # blocks
 
-    def run(self, redaction_note: Any) -> list[Path]:
+    def run(self, redaction_note: Callable[[], str], workers: int = 1) -> list[Path]:
+        """Every page, then the index. `workers` 2: the pages in two processes, the first half
+        and the rest (pages are independent once the plan is made); the same bytes either way."""
+        split = self.plan.pages // 2 if workers > 1 and self.plan.pages >= 4 else 0
+        if split and hasattr(os, "fork"):
+            return self._run_forked(split, redaction_note)
+        self._write_pages(0, None)
+        self._write_end(redaction_note)
+        return self.files
+
+    def _write_pages(self, first: int, stop: int | None) -> None:
+        """The main session's blocks from page `first` up to the block at seq `stop`."""
         plan = self.plan
-        starts = list(plan.page_starts)
-        self._open_page(0)
-        page = 0
-        for seq, html in self._blocks(plan.main, 0):
+        starts = list(plan.page_starts[first:])
+        start = plan.page_starts[first - 1] if first else 0
+        skip = plan.open_at[first - 1] if first else frozenset()
+        epoch = sum(1 for e in plan.toc if e.kind == "boundary" and e.seq < start)
+        self._open_page(first)
+        page = first
+        for seq, html in self._blocks(plan.main, first, after=start - 1 if first else 0,
+                                      stop=stop, skip=skip, epoch=epoch):  # fmt: skip
             while starts and seq >= starts[0]:
                 starts.pop(0)
                 page += 1
                 self._close_page()
                 self._open_page(page)
             self._w(html)
+
+    def _write_end(self, redaction_note: Callable[[], str]) -> None:
+        plan = self.plan
         if plan.main.orphans:
             self._w('<section class="orphans"><h2>Sub-agents</h2>')
             for sub in plan.main.orphans:
@@ -565,17 +587,101 @@ class HtmlExport:
         self._close_page(footer)
         if plan.pages > 1:
             self._write_index(note)
+
+    def _run_forked(self, split: int, redaction_note: Callable[[], str]) -> list[Path]:
+        """Pages [0, split) in one child, the rest in another, each on its own connection. A
+        redaction is counted by the process that writes its text; the second child waits for
+        the first's counts before its footer, and the parent writes the index with the sum."""
+        counts = self.source.redactor.counts
+        base = Counter(counts)
+        first_done, first_w = os.pipe()
+        last_done, last_w = os.pipe()
+        pids: list[int] = []
+        got: dict[str, Any] = {}
+        try:
+            for part in (0, 1):
+                pid = os.fork()
+                if pid == 0:  # the child: its pages, its counts, then gone without cleanup
+                    code = 1
+                    try:
+                        os.close(first_done if part == 0 else first_w)
+                        os.close(last_done)
+                        self.source = Source(self.source.path, self.source.redactor)
+                        if part == 0:
+                            os.close(last_w)
+                            self._write_pages(0, self.plan.page_starts[split - 1])
+                            self._close_page()
+                            _send(first_w, {"counts": counts, "sizes": self.sizes})
+                        else:
+                            self._write_pages(split, None)
+                            first = _receive(first_done)
+                            counts.update(Counter(first["counts"]) - base)
+                            sizes = self.sizes
+                            self.sizes = [*first["sizes"], *sizes]  # the index is the parent's
+                            self._write_end_pages_only(redaction_note)
+                            _send(last_w, {"counts": counts, "sizes": self.sizes})
+                        code = 0
+                    except BaseException:
+                        traceback.print_exc()
+                    finally:
+                        os._exit(code)
+                pids.append(pid)
+            for fd in (first_w, first_done, last_w):
+                os.close(fd)
+            got = _receive(last_done)
+        finally:
+            for fd in (first_w, first_done, last_w, last_done):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            codes = [os.waitpid(pid, 0)[1] for pid in pids]
+        if len(pids) < 2 or any(codes) or not got:
+            raise RuntimeError("An export process failed; its error is above.")
+        counts.clear()
+        counts.update(got["counts"])
+        self.sizes = got["sizes"]
+        self.files = [self.names.path(n) for n in range(self.plan.pages)]
+        self._write_index(redaction_note())
         return self.files
 
-    def _blocks(self, space: Space, page: int) -> Iterator[tuple[int, str]]:
+    def _write_end_pages_only(self, redaction_note: Callable[[], str]) -> None:
+        """`_write_end` without the index (written by the parent once every page is done)."""
+        pages, self.plan.pages = self.plan.pages, 1
+        try:
+            self._write_end(redaction_note)
+        finally:
+            self.plan.pages = pages
+
+    def _blocks(self, space: Space, page: int, *, after: int = 0, stop: int | None = None,
+                skip: frozenset[str] = frozenset(), epoch: int = 0) -> Iterator[tuple[int, str]]:
         """(first seq, HTML) of each block of a session, in order. A call waits for its result
-        (parallel calls come before their results); the rest of the stream queues behind it."""
+        (parallel calls come before their results); the rest of the stream queues behind it.
+        A part of the pages (see `_run_forked`): the events past seq `after`, the blocks before
+        seq `stop` (read on only for the results their calls wait for), and not the results in
+        `skip`, whose calls the part before writes. What is read but not written is not counted
+        as redacted here: the part that writes it counts it."""
         pending: list[list[Any]] = []  # [seq, html or None, call item]
         waiting: dict[str, list[Any]] = {}
-        epoch = 0
-        ctx = Ctx(space, page, 0, self.names)
-        for item in self.source.items(space.id):
+        ctx = Ctx(space, page, epoch, self.names)
+        counts = self.source.redactor.counts
+        items = self.source.items(space.id, after=after)
+        partial = stop is not None or bool(skip)
+        skipped = set(skip)
+        while True:
+            before = Counter(counts) if partial else None
+            item = next(items, None)
+            if item is None:
+                break
             ev = item.event
+            if before is not None:
+                joins = ev.kind == "result" and ev.call_ref in waiting
+                past = stop is not None and ev.seq >= stop
+                if (past and not joins) or (ev.kind == "result" and ev.call_ref in skipped):
+                    skipped.discard(ev.call_ref or "")
+                    counts.clear()
+                    counts.update(before)
+                    if past and not waiting:
+                        break
+                    continue
             if space is self.plan.main:
                 ctx.page = self._page_of(ev.seq, ctx.page)
             if ev.kind == "result" and ev.call_ref and ev.call_ref in waiting:
@@ -731,3 +837,18 @@ def session_index(out: Path, rows: list[tuple[SessionRow, str, int]], note: str)
                     f"{esc(row.workspace) or '—'}</td></tr>")  # fmt: skip
         f.write(f'</table></main><footer id="redactions"><p>{esc(note)}.</p></footer>')
         f.write(tail())
+
+
+def _send(fd: int, value: dict[str, Any]) -> None:
+    data = json.dumps(value).encode()
+    while data:
+        data = data[os.write(fd, data):]
+    os.close(fd)
+
+
+def _receive(fd: int) -> dict[str, Any]:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(fd)
+    return json.loads(b"".join(chunks)) if chunks else {}

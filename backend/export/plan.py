@@ -65,6 +65,7 @@ class Plan:
     main: Space
     pages: int = 1
     page_starts: list[int] = field(default_factory=list)  # first block seq of pages 2..n
+    open_at: list[frozenset[str]] = field(default_factory=list)  # calls awaiting results there
     page_sizes: list[int] = field(default_factory=list)  # estimated bytes per page
     page_ids: list[tuple[int | None, int | None]] = field(default_factory=list)
     toc: list[TocEntry] = field(default_factory=list)
@@ -108,6 +109,7 @@ def build(source: Source, info: SessionInfo, page_bytes: int | None) -> Plan:
                 page += 1
                 size, first_rid, last_rid = 0, None, None
                 plan.page_starts.append(row[L_SEQ])
+                plan.open_at.append(frozenset(open_calls))
             if kind == "call" and ref:
                 open_calls[ref] = page
                 for child in main.by_call.get(ref, ()):

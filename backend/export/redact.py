@@ -303,5 +303,6 @@ class Redactor:
         total = sum(self.counts.values())
         if not total:
             return "redacted 0 secrets (none found)"
-        kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.counts.items(), key=lambda x: -x[1]))
+        most = sorted(self.counts.items(), key=lambda x: (-x[1], x[0]))  # ties by name: the same
+        kinds = ", ".join(f"{n} {k}" for k, n in most)  # words whichever process counted first
         return f"redacted {total} secret{'s' * (total != 1)}: {kinds}"

@@ -33,8 +33,9 @@ def default_output(session_id: str, fmt: str) -> Path:
 
 
 def export_session(source: Source, session_id: str, fmt: str, out: Path,
-                   page_bytes: int | None) -> ExportResult:  # fmt: skip
-    """One session (and its sub-agents) to `out`."""
+                   page_bytes: int | None, workers: int = 1) -> ExportResult:  # fmt: skip
+    """One session (and its sub-agents) to `out`; `workers` 2: HTML pages in two processes
+    (a command's choice: a process with threads, such as the viewer, must not fork)."""
     redactor = source.redactor
     info = source.tree(session_id)
     written: list[Path] = []
@@ -53,7 +54,7 @@ def export_session(source: Source, session_id: str, fmt: str, out: Path,
         writer = html.HtmlExport(source, plan, out)
         writer.threshold = page_bytes
         try:
-            written = writer.run(redactor.summary)
+            written = writer.run(redactor.summary, workers)
         finally:
             written = writer.files
             writer._close_page()

@@ -160,10 +160,10 @@ class Source:
                 row = (*row[:L_PROMPT], text(row[L_PROMPT]))
             yield row
 
-    def items(self, session_id: str, *, stored: bool = False) -> Iterator[Item]:
-        """Every event with its body, in order, read CHUNK events at a time. `stored`: the full
-        stored text of every result (else only of a capped one, for its elided middle)."""
-        after = 0
+    def items(self, session_id: str, *, stored: bool = False, after: int = 0) -> Iterator[Item]:
+        """Every event with its body (past seq `after`), in order, read CHUNK events at a time.
+        `stored`: the full stored text of every result (else only of a capped one, for its
+        elided middle)."""
         while True:
             # Stepped a row at a time, not fetched as a list: a range of huge bodies never sits
             # in memory at once (other queries may run on the connection in between).
