@@ -282,6 +282,7 @@ class HookEngine:
         if not main.exists():
             return
         assert self.writer is not None
+        await _written(main, payload.get("tool_use_id"))
         try:
             await self._import(served, main, served.session.id, growing)
             for f in sub_agents(main):
@@ -554,6 +555,34 @@ def _key(session: Session, path: str) -> str:
 
 def _names(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+# Claude Code appends the assistant record that made a call without waiting for the write, so
+# a hook can start before the record is in the file; its call would then be stored before the
+# message that made it.
+_WRITTEN_WAIT = 0.3
+_WRITTEN_TAIL = 1 << 18
+
+
+async def _written(path: Path, call_id: Any) -> None:
+    """Wait (briefly, bounded) until the transcript holds the record of the call this hook is
+    for, so the message that made the call is imported before the call's own events."""
+    if not isinstance(call_id, str) or not call_id:
+        return
+    needle = call_id.encode()
+    deadline = time.monotonic() + _WRITTEN_WAIT
+    while True:
+        try:
+            with open(path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - _WRITTEN_TAIL))
+                if needle in f.read():
+                    return
+        except OSError:
+            return
+        if time.monotonic() >= deadline:
+            return
+        await asyncio.sleep(0.005)
 
 
 def _shows_at_most(tool: str) -> int:
