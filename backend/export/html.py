@@ -573,7 +573,8 @@ class HtmlExport:
                 self._open_page(page)
             self._w(html)
 
-    def _write_end(self, redaction_note: Callable[[], str]) -> None:
+    def _write_end(self, redaction_note: Callable[[], str], index: bool = True) -> None:
+        """The sub-agents no block holds, the footer with what was redacted, and the index."""
         plan = self.plan
         if plan.main.orphans:
             self._w('<section class="orphans"><h2>Sub-agents</h2>')
@@ -585,7 +586,7 @@ class HtmlExport:
         footer = (f'<footer id="redactions"><p>{esc(note)}.</p><p>Exported by ctxview on '
                   f"{_when(time.time())} from the store; every id is a link.</p></footer>")  # fmt: skip
         self._close_page(footer)
-        if plan.pages > 1:
+        if index and plan.pages > 1:
             self._write_index(note)
 
     def _run_forked(self, split: int, redaction_note: Callable[[], str]) -> list[Path]:
@@ -616,9 +617,8 @@ class HtmlExport:
                             self._write_pages(split, None)
                             first = _receive(first_done)
                             counts.update(Counter(first["counts"]) - base)
-                            sizes = self.sizes
-                            self.sizes = [*first["sizes"], *sizes]  # the index is the parent's
-                            self._write_end_pages_only(redaction_note)
+                            self.sizes = [*first["sizes"], *self.sizes]
+                            self._write_end(redaction_note, index=False)  # the index: the parent
                             _send(last_w, {"counts": counts, "sizes": self.sizes})
                         code = 0
                     except BaseException:
@@ -642,14 +642,6 @@ class HtmlExport:
         self.files = [self.names.path(n) for n in range(self.plan.pages)]
         self._write_index(redaction_note())
         return self.files
-
-    def _write_end_pages_only(self, redaction_note: Callable[[], str]) -> None:
-        """`_write_end` without the index (written by the parent once every page is done)."""
-        pages, self.plan.pages = self.plan.pages, 1
-        try:
-            self._write_end(redaction_note)
-        finally:
-            self.plan.pages = pages
 
     def _blocks(self, space: Space, page: int, *, after: int = 0, stop: int | None = None,
                 skip: frozenset[str] = frozenset(), epoch: int = 0) -> Iterator[tuple[int, str]]:
