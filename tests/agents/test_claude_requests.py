@@ -212,15 +212,11 @@ async def test_x_shows_the_recorded_request(session: dict[str, Any]) -> None:
                                         (session["sid"],))]  # fmt: skip
     conn.close()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viewer"))
-    from viewer_helpers import ready, wait_for
+    from viewer_helpers import open_request, ready, wait_for
 
     async with CtxviewApp(p.store, session=sid, watch=False).run_test(size=(140, 50)) as pilot:
         await ready(pilot)
-        await pilot.press("x")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ContextScreen))
-        screen = pilot.app.screen
-        assert isinstance(screen, ContextScreen)
-        await wait_for(pilot, lambda: screen.text != "")
+        screen = await open_request(pilot)
         title = str(screen.query_one("#context-title").render())
         assert "exactly as sent (Claude Code's own record)" in title, title
         assert "prefix broken here" in title and "3 cache breakpoints" in title, title

@@ -17,7 +17,7 @@ from ctxview.backend.store import Writer
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.screens.context import ContextScreen
 from textual.widgets import Static
-from viewer_helpers import ready, wait_for
+from viewer_helpers import open_request, ready
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WITH_RECORDS = FIXTURES / "viewer" / "claude_2_1_328_requests.jsonl"
@@ -38,11 +38,7 @@ async def _x_title(store: Path, sid: str) -> tuple[str, ContextScreen]:
     app = CtxviewApp(store, session=sid, watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
-        await pilot.press("x")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ContextScreen))
-        screen = pilot.app.screen
-        assert isinstance(screen, ContextScreen)
-        await wait_for(pilot, lambda: screen.text != "")
+        screen = await open_request(pilot)
         await pilot.pause()
         title = str(screen.query_one("#context-title", Static).render())
         # [ and ] step through the requests; the wording holds for each.

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from ctxview.viewer.render.outline import Block
+from ctxview.viewer.screens.context import ContextScreen
 from ctxview.viewer.widgets.transcript_view import TranscriptView
 from textual.command import CommandPalette
 from textual.pilot import Pilot
@@ -64,6 +65,16 @@ async def ready(pilot: Pilot) -> TranscriptView:
     await wait_for(pilot, lambda: "…" not in view.screen_text().split("\n", 1)[0])
     await settle(pilot, view)
     return view
+
+
+async def open_request(pilot: Pilot) -> ContextScreen:
+    """`x`: the context screen, once it shows a request's text."""
+    await pilot.press("x")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ContextScreen))
+    screen = pilot.app.screen
+    assert isinstance(screen, ContextScreen)
+    await wait_for(pilot, lambda: screen.text != "")
+    return screen
 
 
 async def at_top(pilot: Pilot) -> TranscriptView:
