@@ -107,3 +107,22 @@ def after_result(body: dict[str, Any], tool_use_id: str) -> list[str]:
             break
         out.append(text)
     return out
+
+
+def bash_turn(sid: str, cwd: Path, prompt: str, shown: str) -> list[dict[str, Any]]:
+    """A Claude Code transcript's first turn, as its records: the prompt, the assistant's `ls`
+    through Bash (toolu_1) and its result, whose text is `shown`."""
+    ts = "2026-12-01T07:00:0{}Z"
+    common = {"sessionId": sid, "cwd": str(cwd), "isSidechain": False}
+    return [
+        {**common, "type": "user", "uuid": "u1", "timestamp": ts.format(1),
+         "message": {"role": "user", "content": prompt}},
+        {**common, "type": "assistant", "uuid": "u2", "timestamp": ts.format(2),
+         "message": {"id": "msg_1", "role": "assistant", "model": "m", "content": [
+             {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}],
+             "usage": {"input_tokens": 10, "output_tokens": 3}}},
+        {**common, "type": "user", "uuid": "u3", "timestamp": ts.format(3),
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "toolu_1", "content": shown}]},
+         "toolUseResult": {"stdout": shown, "stderr": ""}},
+    ]  # fmt: skip

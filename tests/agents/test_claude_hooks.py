@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from claude_helpers import bash_turn
 from ctxview.backend.agents import failures
 from ctxview.backend.agents.claude_hooks import HookEngine
 from ctxview.backend.agents.hook_client import default_store, private_folder, socket_path, stop
@@ -398,16 +399,7 @@ async def test_an_import_of_a_hooked_transcript_adds_messages_never_results(engi
     ts = "2026-12-01T07:00:0{}Z"
     common = {"sessionId": SID, "cwd": str(tmp_path / "proj"), "isSidechain": False}
     records = [
-        {**common, "type": "user", "uuid": "u1", "timestamp": ts.format(1),
-         "message": {"role": "user", "content": "list files"}},
-        {**common, "type": "assistant", "uuid": "u2", "timestamp": ts.format(2),
-         "message": {"id": "msg_1", "role": "assistant", "model": "m", "content": [
-             {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}],
-             "usage": {"input_tokens": 10, "output_tokens": 3}}},
-        {**common, "type": "user", "uuid": "u3", "timestamp": ts.format(3),
-         "message": {"role": "user", "content": [
-             {"type": "tool_result", "tool_use_id": "toolu_1", "content": shown}]},
-         "toolUseResult": {"stdout": shown, "stderr": ""}},
+        *bash_turn(SID, tmp_path / "proj", "list files", shown),
         {**common, "type": "assistant", "uuid": "u4", "timestamp": ts.format(4),
          "message": {"id": "msg_2", "role": "assistant", "model": "m",
                      "content": [{"type": "text", "text": "There is a.py."}],

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
-from claude_helpers import CTXVIEW, needs_claude, project, tool_results
+from claude_helpers import CTXVIEW, bash_turn, needs_claude, project, tool_results
 from ctxview.backend.importers.runner import import_file
 from ctxview.backend.session import Session
 from ctxview.backend.store import Writer
@@ -127,20 +127,7 @@ def test_imported_before_the_hooks_then_resumed_hooked_while_followed(tmp_path: 
 
 
 def _transcript(path: Path, sid: str, cwd: Path, shown: str) -> None:
-    ts = "2026-12-01T07:00:0{}Z"
-    common = {"sessionId": sid, "cwd": str(cwd), "isSidechain": False}
-    records = [
-        {**common, "type": "user", "uuid": "u1", "timestamp": ts.format(1),
-         "message": {"role": "user", "content": "recall it"}},
-        {**common, "type": "assistant", "uuid": "u2", "timestamp": ts.format(2),
-         "message": {"id": "msg_1", "role": "assistant", "model": "m", "content": [
-             {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}],
-             "usage": {"input_tokens": 10, "output_tokens": 3}}},
-        {**common, "type": "user", "uuid": "u3", "timestamp": ts.format(3),
-         "message": {"role": "user", "content": [
-             {"type": "tool_result", "tool_use_id": "toolu_1", "content": shown}]},
-         "toolUseResult": {"stdout": shown, "stderr": ""}},
-    ]  # fmt: skip
+    records = bash_turn(sid, cwd, "recall it", shown)
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
