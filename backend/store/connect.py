@@ -16,6 +16,7 @@ from urllib.parse import quote
 import aiosqlite
 
 from . import schema
+from .fresh import make_if_missing
 from .paths import prepare, tighten
 from .schema import StoreError
 
@@ -132,6 +133,7 @@ def _migrate(path: Path) -> None:
 def _before_writing(path: Path) -> None:
     try:
         prepare(path)
+        make_if_missing(path)
     except OSError as exc:
         reason = (exc.strerror or str(exc)).lower()
         raise StoreError(f"The store at {path} cannot be created: {reason}.") from None

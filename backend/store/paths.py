@@ -88,7 +88,7 @@ def _warn_if_writable_by_others(folder: Path) -> None:
 
 def prepare(path: Path) -> None:
     """Before SQLite opens `path` to write: the folders 0700 (those we make, and ctxview's own),
-    the file 0600 when it is made now, warnings about the folders above."""
+    warnings about the folders above. The file itself is made by `fresh.make_if_missing`."""
     path = Path(os.path.abspath(path))
     folder = path.parent
     made = _make_folders(folder)
@@ -98,14 +98,6 @@ def prepare(path: Path) -> None:
     for above in path.parents:
         if above not in made and above != ours:
             _warn_if_writable_by_others(above)
-    if not path.exists():
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
-            pass  # another process made it at the same moment
-        else:
-            os.close(fd)
-            path.chmod(0o600)
 
 
 def tighten(path: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from ..store import schema
+from ..store.fresh import make_if_missing
 from ..store.paths import prepare
 from ..store.records import EVENT_COLUMNS
 from .push import SESSION_FIELDS, last_rid
@@ -27,6 +28,7 @@ FTS_MAX = 1_000_000
 
 def open_replica(path: Path) -> sqlite3.Connection:
     prepare(path)
+    make_if_missing(path)
     conn = sqlite3.connect(path, isolation_level=None, timeout=10, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 10000")
     schema.check(conn)
