@@ -11,6 +11,7 @@ from ctxview.backend.store.connect import identity
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.command import Provider
+from textual.driver import Driver
 from textual.screen import Screen
 
 from .messages import Jump, OpenResult, OpenSession, StoreChanged
@@ -70,6 +71,17 @@ class CtxviewApp(App[None]):
         name = self.start_theme or themes.DEFAULT
         if name in self.available_themes:
             self.theme = name
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's choice, except that a tab of a web server ends with its server."""
+        from textual.drivers.web_driver import WebDriver
+
+        driver = super().get_driver_class()
+        if driver is WebDriver:
+            from .served_driver import ServedDriver
+
+            return ServedDriver
+        return driver
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         try:
