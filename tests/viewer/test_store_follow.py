@@ -11,7 +11,7 @@ from ctxview.backend.store import Writer
 from ctxview.backend.store.connect import identity
 from ctxview.backend.store.records import Event
 from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.sessions import SessionsScreen
+from ctxview.viewer.screens.sessions import SessionsScreen, SessionTable
 from ctxview.viewer.screens.transcript import TranscriptScreen
 from textual.pilot import Pilot
 
@@ -131,3 +131,23 @@ async def test_the_folder_removed_and_made_again_with_other_sessions(tmp_path: P
         async with await Writer.open(store) as writer:
             await writer.create_session("u", title="later", next_rid=0x1000, started=3_000.0)
         await until(pilot, lambda: listed(app) == ["u", "t"])
+
+
+async def test_a_list_reloaded_while_its_screen_is_removed_does_not_stop_the_app(
+    tmp_path: Path,
+) -> None:
+    """The list's reload lands after its screen lost its table (a store replaced pops the
+    screens while a reload is under way): it used to raise NoMatches in the worker, and the
+    app stopped (test_renamed_over_then_deleted_then_made_again, 3 runs in 12 under load)."""
+    store = tmp_path / "store.db"
+    await make_store(store, "alpha", "first store", ["hello"])
+    app = CtxviewApp(store)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: listed(app) == ["alpha"])
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        await screen.query_one(SessionTable).remove()
+        screen.reload()
+        await until(pilot, lambda: not screen._reloading)
+        await pilot.pause()
+        assert app.is_running and app.return_code is None

@@ -423,7 +423,10 @@ class SessionsScreen(Screen[None]):
     def _layout_rows(self, *, force: bool = True) -> None:
         if self._sessions is None or not self.is_attached:
             return
-        table = self.query_one(SessionTable)
+        tables = self.query(SessionTable)
+        if not tables:  # a screen being removed loses its children first (the store replaced)
+            return
+        table = tables.first()
         columns = fit_columns(table.size.width or self.size.width or 80)
         if columns != self._columns:
             self._columns = columns
