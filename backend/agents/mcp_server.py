@@ -105,6 +105,7 @@ class Connection:
     made_live: set[str] = field(default_factory=set)  # ended when the connection closes
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _probe: sqlite3.Connection | None = None
+    _closing: asyncio.Future[None] | None = None
 
     # Which session
 
@@ -218,7 +219,14 @@ class Connection:
     # Closing
 
     async def close(self) -> None:
-        """End the sessions this connection made live; close the store."""
+        """End the sessions this connection made live; close the store. Once: a host that closes
+        stdin and signals at the same moment closes it twice, and a second close running beside
+        the first would wait for the lock the first holds, then close the writer under it."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         try:
             for sid in sorted(self.made_live):
                 lock = self.locks.setdefault(sid, asyncio.Lock())
