@@ -167,3 +167,21 @@ class Served:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc: children, their children, ...)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    out, frontier = [], [pid]
+    while frontier:
+        kids = [c for c, p in parents.items() if p in frontier]
+        out += kids
+        frontier = kids
+    return out

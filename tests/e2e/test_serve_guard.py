@@ -13,7 +13,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from e2e_helpers import GREETING, Served, _build
+from e2e_helpers import GREETING, Served, _build, descendants
 
 pytestmark = pytest.mark.e2e
 
@@ -157,23 +157,6 @@ async def _read_app(served: Served) -> tuple[str, list[int]]:
     # A ticket opens one websocket only.
     assert await ws_status(found.group(1), origin=served.base) == 403
     return seen.decode("utf-8", "replace"), pids
-
-
-def descendants(pid: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    out, frontier = [], [pid]
-    while frontier:
-        kids = [c for c, p in parents.items() if p in frontier]
-        out += kids
-        frontier = kids
-    return out
 
 
 def test_the_page_ticket_opens_the_app_and_the_token_stays_in_serve(served: Served) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from e2e_helpers import GREETING, Served, SmallStore
+from e2e_helpers import GREETING, Served, SmallStore, descendants
 
 pytestmark = pytest.mark.e2e
 
@@ -29,23 +29,6 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def tree(pid: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    out, frontier = [], [pid]
-    while frontier:
-        kids = [c for c, p in parents.items() if p in frontier]
-        out += kids
-        frontier = kids
-    return out
 
 
 async def open_tab(served: Served, then: asyncio.Future[None]) -> list[int]:
@@ -69,7 +52,7 @@ async def open_tab(served: Served, then: asyncio.Future[None]) -> list[int]:
                     break
                 seen += msg.data
             assert GREETING.encode() in seen, "the tab's app never drew its screen"
-            pids = [p for p in tree(served.proc.pid) if running(p)]
+            pids = [p for p in descendants(served.proc.pid) if running(p)]
             then.set_result(None)
             with contextlib.suppress(TimeoutError, aiohttp.ClientError):
                 await ws.receive(timeout=30)  # the server's end closes it
