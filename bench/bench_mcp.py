@@ -73,10 +73,9 @@ async def _fill(store: Path, sid: str, ws: Path, n: int) -> None:
 
 
 async def _hook_write(store: Path, sid: str, i: int) -> None:
-    with live.session_lock(store, sid, timeout=10):
-        async with await Writer.open(store) as w:
-            session = await Session.resume(w, sid)
-            await session.insert("Bash", {"command": f"echo {i}"}, f"hook {i}")
+    async with live.session_lock(store, sid, timeout=10), await Writer.open(store) as w:
+        session = await Session.resume(w, sid)
+        await session.insert("Bash", {"command": f"echo {i}"}, f"hook {i}")
 
 
 async def _case(size: int, rounds: int, hook_rounds: int, root: Path

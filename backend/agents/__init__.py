@@ -25,8 +25,8 @@ MCP server (backend/agents/mcp_server.py, `ctxview mcp`), so both write one sess
   `CTXVIEW_SESSION` in the environment, when set, wins over both.
 - Ids are taken from `sessions.next_rid` by whichever process writes: a hook and the MCP server
   may run at the same moment (Claude Code runs tools in parallel), so each takes
-  `live.session_lock(store_path, session_id)` around "bring the session up to date, insert,
-  commit": a process that keeps the session in memory takes in what others wrote since
+  `async with live.session_lock(store_path, session_id)` around "bring the session up to date,
+  insert, commit": a process that keeps the session in memory takes in what others wrote since
   (`Session.catch_up`), never trusting a cached `next_rid`.
 - The hook lets `mcp__ctxview__*` tools pass untouched: their results already went through the
   engine in the MCP server, with their own ids.

@@ -135,19 +135,18 @@ class HookEngine:
                 return None
         sid = session_id_of(payload)
         # One step at a time per session: in this process (asyncio), then across processes.
-        async with self._locks.setdefault(sid, asyncio.Lock()):
-            with live.session_lock(self.store, sid):
-                served = await self._serve(sid, payload)
-                try:
-                    await self._transcript(served, payload, growing=event != "SessionEnd")
-                    out = await self._event(served, event, payload)
-                except BaseException:
-                    # A step that did not commit may have taken an id or filled the dedupe
-                    # table in memory: the next step starts again from the store.
-                    self.served.pop(sid, None)
-                    raise
-                served.last_seq = self._last_seq(sid)
-                return out
+        async with self._locks.setdefault(sid, asyncio.Lock()), live.session_lock(self.store, sid):
+            served = await self._serve(sid, payload)
+            try:
+                await self._transcript(served, payload, growing=event != "SessionEnd")
+                out = await self._event(served, event, payload)
+            except BaseException:
+                # A step that did not commit may have taken an id or filled the dedupe
+                # table in memory: the next step starts again from the store.
+                self.served.pop(sid, None)
+                raise
+            served.last_seq = self._last_seq(sid)
+            return out
 
     async def _event(self, served: Served, event: str, payload: dict[str, Any]
                      ) -> dict[str, Any] | None:  # fmt: skip
@@ -290,11 +289,13 @@ class HookEngine:
                 sid = f"cc-{agent}"
                 # The sub-agent's own hooks write that session too: one step at a time, and
                 # the session made here is a hooked one, so its hooked results are skipped.
-                async with self._locks.setdefault(sid, asyncio.Lock()):
-                    with live.session_lock(self.store, sid):
-                        if await self.writer.session_info(sid) is None:
-                            await self._start(sid, {**payload, "agent_id": agent})
-                        await self._import(served, f, sid, growing)
+                async with (
+                    self._locks.setdefault(sid, asyncio.Lock()),
+                    live.session_lock(self.store, sid),
+                ):
+                    if await self.writer.session_info(sid) is None:
+                        await self._start(sid, {**payload, "agent_id": agent})
+                    await self._import(served, f, sid, growing)
             served.session.advance_ids(self._next_rid(served.session.id))
         except Exception as exc:  # the transcript is a bonus; the hook goes on
             from . import failures

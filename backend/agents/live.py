@@ -4,13 +4,14 @@ this runs on the hook's and the MCP call's hot path."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,28 +59,40 @@ def lock_path(store: Path | str, session_id: str) -> Path:
     return Path(f"{store}.locks") / digest
 
 
-@contextmanager
-def session_lock(store: Path | str, session_id: str, timeout: float = 1.5) -> Iterator[None]:
-    """Hold the session's write lock (flock: released by the kernel if the holder dies)."""
-    path = lock_path(store, session_id)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+@asynccontextmanager
+async def session_lock(
+    store: Path | str, session_id: str, timeout: float = 1.5
+) -> AsyncIterator[None]:
+    """Hold the session's write lock (flock: released by the kernel if the holder dies). The
+    wait for another process's lock lets the event loop go on: the hook daemon and the MCP
+    server serve other sessions, and their own closing, on the same loop."""
+    fd = _open_lock(store, session_id)
     try:
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LockTimeout(f"session {session_id} is locked by another writer") from None
-                time.sleep(0.005)
+        while not _try_lock(fd):
+            if time.monotonic() > deadline:
+                raise LockTimeout(f"session {session_id} is locked by another writer")
+            await asyncio.sleep(0.005)
         try:
             yield
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _open_lock(store: Path | str, session_id: str) -> int:
+    path = lock_path(store, session_id)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    return os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 async def stored_calls(writer: Any, session_id: str) -> set[str]:

@@ -137,17 +137,17 @@ class Connection:
         sid, source = self.session_for(meta, client)
         ref = next((str(meta[k]) for k in _CALL_KEYS if meta.get(k)), None)
         lock = self.locks.setdefault(sid, asyncio.Lock())
-        async with lock:  # this process's own calls first: the file lock below would block
-            with live.session_lock(self.store, sid):
-                session = await self._session(sid, source, client)
-                try:
-                    text = await session.run(tool, args, call_ref=ref)
-                except BaseException:
-                    # Half a step may be in memory and not in the store: start again from it.
-                    self.cached.pop(sid, None)
-                    raise
-                # The next call compares the store with this.
-                self.cached[sid] = (session, self._last_seq(sid))
+        # This process's own calls first (the asyncio lock), then other processes' (the flock).
+        async with lock, live.session_lock(self.store, sid):
+            session = await self._session(sid, source, client)
+            try:
+                text = await session.run(tool, args, call_ref=ref)
+            except BaseException:
+                # Half a step may be in memory and not in the store: start again from it.
+                self.cached.pop(sid, None)
+                raise
+            # The next call compares the store with this.
+            self.cached[sid] = (session, self._last_seq(sid))
         return text
 
     async def _session(self, sid: str, source: str, client: str) -> Session:
@@ -236,7 +236,7 @@ class Connection:
                 with contextlib.suppress(TimeoutError):
                     held = await asyncio.wait_for(lock.acquire(), timeout=2)
                 try:
-                    with live.session_lock(self.store, sid, timeout=5):
+                    async with live.session_lock(self.store, sid, timeout=5):
                         session = await self._session(sid, "", "")
                         await session.end()
                 finally:

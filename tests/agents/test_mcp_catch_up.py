@@ -17,12 +17,11 @@ from ctxview.backend.store import Writer
 
 async def _as_hook(store: Path, sid: str, tool: str, args: dict[str, object]) -> str:
     """Another process's write, the way the hooks make it: under the lock, resumed in full."""
-    with live.session_lock(store, sid):
-        async with await Writer.open(store) as w:
-            session = await Session.resume(w, sid)
-            if tool == "compact":
-                return await session.compact("summary")
-            return await session.run(tool, args)
+    async with live.session_lock(store, sid), await Writer.open(store) as w:
+        session = await Session.resume(w, sid)
+        if tool == "compact":
+            return await session.compact("summary")
+        return await session.run(tool, args)
 
 
 async def test_the_server_catches_up_with_another_writer(tmp_path: Path) -> None:

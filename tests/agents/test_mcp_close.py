@@ -32,3 +32,49 @@ async def test_two_closes_at_once_end_the_session_once(tmp_path: Path) -> None:
         ).fetchone()[0]
     assert ended is not None and ends == 1
     await conn.close()  # a third, later: nothing left to do
+
+
+async def test_a_call_waiting_for_another_writers_lock_leaves_the_loop_free(tmp_path: Path) -> None:
+    """The session's flock, held by another process (a hook), is waited for without stopping
+    the event loop: the server's other sessions and its closing go on meanwhile. The wait used
+    `time.sleep` on the loop."""
+    import subprocess
+    import sys
+
+    from ctxview.backend.agents.live import lock_path
+
+    ws = tmp_path / "project"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    store = tmp_path / "store.db"
+    conn = Connection(store=store, workspace=ws, env={"CTXVIEW_SESSION": "s-wait"})
+    assert (await conn.call("read", {"path": "a.txt"})).startswith("[#1000 a.txt")
+    lock = lock_path(store, "s-wait")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(lock)!r}, os.O_RDWR)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(0.8)\n"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        gaps: list[float] = []
+
+        async def tick() -> None:
+            loop = asyncio.get_running_loop()
+            last = loop.time()
+            while True:
+                await asyncio.sleep(0.01)
+                now = loop.time()
+                gaps.append(now - last)
+                last = now
+
+        ticking = asyncio.create_task(tick())
+        text = await conn.call("read", {"path": "a.txt"})  # waits for the holder's 0.8 s
+        ticking.cancel()
+        assert text.startswith("[#1001 a.txt") and "Unchanged since #1000" in text
+        assert len(gaps) > 20, gaps
+        assert max(gaps) < 0.3, f"the loop stopped for {max(gaps):.2f} s"
+    finally:
+        holder.wait(timeout=30)
+        await conn.close()

@@ -138,10 +138,9 @@ async def test_recall_in_the_hooked_claude_code_session(ws: Path, tmp_path: Path
             "[#1001 recall #1000 lines 1-3 of 3]\n" + first.split("\n", 1)[1]
         )
         # The hook writes a result meanwhile, as it does: resumed from the store, under the lock.
-        with live.session_lock(store, sid):
-            async with await Writer.open(store) as w:
-                hook = await Session.resume(w, sid)
-                assert await hook.insert("Bash", {"command": "echo hi"}, "hi") == "[#1002]\nhi"
+        async with live.session_lock(store, sid), await Writer.open(store) as w:
+            hook = await Session.resume(w, sid)
+            assert await hook.insert("Bash", {"command": "echo hi"}, "hi") == "[#1002]\nhi"
         again = await client.call_tool("recall", {"id": "1002"})
         assert again.content[0].text == "[#1003 recall #1002 lines 1-1 of 1]\nhi"  # type: ignore[union-attr]
     assert _sessions(store) == [(sid, live.CLAUDE, None)]
