@@ -157,7 +157,8 @@ class CtxviewApp(App[None]):
             try:
                 reader = await Reader.open(self.store_path)
             except StoreError as exc:
-                # A writer makes a new store empty first: tell only when it stays unreadable.
+                # A store made in place (a filesystem without hard links, `fresh.py`) is empty
+                # at first: tell only when it stays unreadable.
                 if self._told != ("trying", now):
                     self._told = ("trying", now)
                     return
