@@ -207,3 +207,24 @@ async def test_a_background_call_that_times_out_leaves_no_log(
         assert shown == "[#1000]\nup\nThe command timed out after 3 s and was stopped."
         await session.end()
     assert set(Path(tempfile.gettempdir()).glob("ctxview-bash-*.log")) == logs
+
+
+def test_a_process_with_no_command_line_is_named_by_its_command() -> None:
+    """A process caught while it exits (its memory gone) has an empty /proc/PID/cmdline: the
+    runner named it "" and said `Ended what the command left running: .` (a `setsid` child in
+    CI). A zombie has none either; it is named by /proc/PID/comm."""
+    from ctxview.backend.tools.bash_runner import _name
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        stat = Path(f"/proc/{child.pid}/stat").read_text()
+        if stat.rpartition(")")[2].split()[0] == "Z":
+            break
+        time.sleep(0.01)
+    try:
+        assert Path(f"/proc/{child.pid}/cmdline").read_bytes() == b""
+        assert _name(child.pid) == f"({Path(sys.executable).name[:15]})"
+        assert _name(2**22 + 12345) == str(2**22 + 12345)  # no such process: its pid
+    finally:
+        child.wait()

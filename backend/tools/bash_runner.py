@@ -81,11 +81,20 @@ def _below(me: int) -> dict[int, str]:
 
 
 def _name(pid: int) -> str:
+    """The process's command line, shortened; a process with none to read (one exiting, whose
+    memory is already gone, or between fork and exec) by its command's name, `(sleep)`."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             text = " ".join(f.read().decode(errors="replace").replace("\0", " ").split())
     except OSError:
-        return str(pid)
+        text = ""
+    if not text:
+        try:
+            with open(f"/proc/{pid}/comm", "rb") as f:
+                comm = f.read().decode(errors="replace").strip()
+        except OSError:
+            comm = ""
+        return f"({comm})" if comm else str(pid)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -119,8 +128,10 @@ def _kill(pid: int, below: dict[int, str], me: int) -> None:
         os.close(fd)
 
 
-def _kill_all(me: int, group: int) -> None:
-    """SIGKILL everything below the runner, round after round, until nothing is left."""
+def _kill_all(me: int, group: int, named: dict[int, str] | None = None) -> None:
+    """SIGKILL everything below the runner, round after round, until nothing is left. `named`
+    gets the name of each process first found in a later round (one the command's children
+    started after the first look), so that what was ended is all said."""
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError):  # the command's own group first, in one call
@@ -128,6 +139,8 @@ def _kill_all(me: int, group: int) -> None:
         below = _below(me)
         for pid, state in below.items():
             if state != "Z":
+                if named is not None and pid not in named:
+                    named[pid] = _name(pid)
                 _kill(pid, below, me)
         _reap()
         if not below:
@@ -177,7 +190,7 @@ def main() -> int:
         code = os.waitstatus_to_exitcode(status)
         left = {p: _name(p) for p, state in _below(me).items() if state != "Z"}
         if mode == "fg" or not left:
-            _kill_all(me, pid)
+            _kill_all(me, pid, left)
             say(exit=code, ended=sorted(left.values()))
             return 0
         say(exit=code, background=sorted([p, n] for p, n in left.items()))
