@@ -151,3 +151,36 @@ async def test_a_list_reloaded_while_its_screen_is_removed_does_not_stop_the_app
         await until(pilot, lambda: not screen._reloading)
         await pilot.pause()
         assert app.is_running and app.return_code is None
+
+
+async def test_a_replaced_store_stops_the_work_of_the_screens_it_removes(tmp_path: Path) -> None:
+    """A screen's worker that keeps touching its children (as the status line's update does)
+    must not find them gone while the screen is removed: the screens' work is cancelled first.
+    It raised NoMatches for '#status' and stopped the app (test_a_replaced_store_reopens_the_
+    session_shown, 1 run in a CI)."""
+    import asyncio
+
+    store = tmp_path / "store.db"
+    await make_store(store, "s", "before", ["old text"])
+    new = tmp_path / "new.db"
+    await make_store(new, "s", "after", ["new text"])
+    app = CtxviewApp(store, session="s")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
+                    and "before" in app.screen.title_text)  # fmt: skip
+        screen = app.screen
+        assert isinstance(screen, TranscriptScreen)
+
+        async def busy() -> None:
+            n = 0
+            while True:
+                n += 1
+                screen.update_status(str(n))
+                await asyncio.sleep(0)
+
+        screen.run_worker(busy(), group="busy")
+        os.replace(new, store)
+        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
+                    and "after" in app.screen.title_text)  # fmt: skip
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
