@@ -13,13 +13,19 @@ from pathlib import Path
 from ctxview.backend.agents.mcp_server import Connection
 
 
-async def test_two_closes_at_once_end_the_session_once(tmp_path: Path) -> None:
+async def _one_read(tmp_path: Path, sid: str) -> tuple[Connection, Path]:
+    """A server's connection that has made session `sid` live with one read; and its store."""
     ws = tmp_path / "project"
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
     store = tmp_path / "store.db"
-    conn = Connection(store=store, workspace=ws, env={"CTXVIEW_SESSION": "s-close"})
+    conn = Connection(store=store, workspace=ws, env={"CTXVIEW_SESSION": sid})
     assert (await conn.call("read", {"path": "a.txt"})).startswith("[#1000 a.txt")
+    return conn, store
+
+
+async def test_two_closes_at_once_end_the_session_once(tmp_path: Path) -> None:
+    conn, store = await _one_read(tmp_path, "s-close")
     assert conn.made_live == {"s-close"}
     started = asyncio.get_running_loop().time()
     await asyncio.wait_for(asyncio.gather(conn.close(), conn.close()), timeout=30)
@@ -43,12 +49,7 @@ async def test_a_call_waiting_for_another_writers_lock_leaves_the_loop_free(tmp_
 
     from ctxview.backend.agents.live import lock_path
 
-    ws = tmp_path / "project"
-    ws.mkdir()
-    (ws / "a.txt").write_text("one\n")
-    store = tmp_path / "store.db"
-    conn = Connection(store=store, workspace=ws, env={"CTXVIEW_SESSION": "s-wait"})
-    assert (await conn.call("read", {"path": "a.txt"})).startswith("[#1000 a.txt")
+    conn, store = await _one_read(tmp_path, "s-wait")
     lock = lock_path(store, "s-wait")
     holder = subprocess.Popen(
         [sys.executable, "-c", "import fcntl, os, sys, time\n"
