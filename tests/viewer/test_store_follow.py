@@ -86,9 +86,12 @@ async def test_a_replaced_store_reopens_the_session_shown(tmp_path: Path) -> Non
     async with app.run_test(size=(120, 30)) as pilot:
         await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
                     and "before" in app.screen.title_text)  # fmt: skip
+        old = app.screen
         os.replace(new, store)
+        # The new screen, and the follow done: the old screen's title reads the new store too.
         await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
-                    and "after" in app.screen.title_text)  # fmt: skip
+                    and app.screen is not old and "after" in app.screen.title_text
+                    and not app._following)  # fmt: skip
         assert len(app.screen_stack) == 2
 
 
@@ -180,7 +183,9 @@ async def test_a_replaced_store_stops_the_work_of_the_screens_it_removes(tmp_pat
 
         screen.run_worker(busy(), group="busy")
         os.replace(new, store)
+        # The new screen, and the follow done: the old screen's title reads the new store too.
         await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
-                    and "after" in app.screen.title_text)  # fmt: skip
+                    and app.screen is not screen and "after" in app.screen.title_text
+                    and not app._following)  # fmt: skip
         await pilot.pause()
         assert app.is_running and app.return_code is None
