@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +90,7 @@ class ContextFigures:
         return figures
 
     async def load(self, reader: Any, session_id: str,
-                   on_page: Callable[[], None] | None = None) -> bool:  # fmt: skip
+                   on_page: Callable[[], Awaitable[None]] | None = None) -> bool:  # fmt: skip
         """Feed the events past the last one seen, a page at a time (`on_page` after each, so a
         panel paints what is replayed so far); True when there were any."""
         grew = False
@@ -108,11 +109,10 @@ class ContextFigures:
             if len(page) < PAGE:  # the last page: caught up (painted as done, not "replaying")
                 self.done = True
             if on_page is not None:
-                on_page()
+                await on_page()
             if self.done:
                 return grew
-            # The app's frames and keys between pages; after the first, time for its paint.
-            await asyncio.sleep(0.02 if self.fed == len(page) else 0)
+            await asyncio.sleep(0)  # the app's frames and keys between pages
 
     @property
     def sent_arm(self) -> str:
@@ -277,6 +277,7 @@ class ContextPanel(Widget):
         self.loaded = self.figures.fed > 0
         self.opened_at = time.perf_counter()
         self.first_paint_at: float | None = None  # figures on screen (for the bench)
+        self._painted = asyncio.Event()  # set with first_paint_at
         self.done_at: float | None = None
         self._cursor: tuple[int | None, int | None] = (None, None)
         # Textual asks for the height and then the render each frame: build the text once per
@@ -296,9 +297,18 @@ class ContextPanel(Widget):
         self._version += 1
         self.refresh(layout=True)
 
+    async def _paint_page(self) -> None:
+        """After a page: its figures painted; the first page's on screen before the replay goes
+        on (a fixed 20 ms pause was too short on a loaded machine, and the replay ended before
+        the panel's first frame). Bounded: a panel that is not drawn does not hold it up."""
+        self._page()
+        if self.first_paint_at is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._painted.wait(), timeout=1.0)
+
     async def _load(self) -> None:
         fig = self.figures
-        await fig.load(self.app.reader, self.session_id, self._page)  # type: ignore[attr-defined]
+        await fig.load(self.app.reader, self.session_id, self._paint_page)  # type: ignore[attr-defined]
         # After the replay's pages (its first paint is not delayed): the recorded requests.
         fig.recorded = await self.app.reader.api_requests(self.session_id)  # type: ignore[attr-defined]
         fig.done = True
@@ -332,6 +342,7 @@ class ContextPanel(Widget):
     def render(self) -> Text:
         if self.loaded and self.first_paint_at is None:
             self.first_paint_at = time.perf_counter()  # figures drawn (for the bench)
+            self._painted.set()
         return self._panel_text(self.size.width or 100)
 
     def get_content_height(self, container: Any, viewport: Any, width: int) -> int:
