@@ -17,7 +17,7 @@ import aiosqlite
 
 from . import schema
 from .fresh import make_if_missing
-from .paths import prepare, tighten
+from .paths import tighten
 from .schema import StoreError
 
 # How long a connection waits for another one's write lock. The environment variable is for
@@ -132,7 +132,6 @@ def _migrate(path: Path) -> None:
 
 def _before_writing(path: Path) -> None:
     try:
-        prepare(path)
         make_if_missing(path)
     except OSError as exc:
         reason = (exc.strerror or str(exc)).lower()

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from . import schema
+from .paths import prepare
 
 # A file left beside the store by a process killed while making it; older than this, it is
 # nobody's work in progress (making one takes milliseconds).
@@ -21,11 +22,13 @@ STALE_SECONDS = 3600.0
 
 
 def make_if_missing(path: Path) -> None:
-    """Make the store at `path` when there is no file there: built under a name of its own
-    (mode 0600, WAL mode, the current schema), then hard-linked to `path`, which fails if
-    another process linked its own first; that one is then the store. On a filesystem without
-    hard links, an empty file is made instead and the store is created in place, as SQLite
-    does (the writer's open then creates the schema under its lock)."""
+    """Before a store is opened to write: its folders ready (`paths.prepare`), and the store at
+    `path` made when there is no file there: built under a name of its own (mode 0600, WAL
+    mode, the current schema), then hard-linked to `path`, which fails if another process
+    linked its own first; that one is then the store. On a filesystem without hard links, an
+    empty file is made instead and the store is created in place, as SQLite does (the writer's
+    open then creates the schema under its lock)."""
+    prepare(path)
     if os.path.lexists(path):
         return
     _remove_stale(path)

@@ -88,7 +88,7 @@ def _warn_if_writable_by_others(folder: Path) -> None:
 
 def prepare(path: Path) -> None:
     """Before SQLite opens `path` to write: the folders 0700 (those we make, and ctxview's own),
-    warnings about the folders above. The file itself is made by `fresh.make_if_missing`."""
+    warnings about the folders above. `fresh.make_if_missing` calls it, then makes the file."""
     path = Path(os.path.abspath(path))
     folder = path.parent
     made = _make_folders(folder)

@@ -17,7 +17,6 @@ import psycopg
 
 from ..store import schema
 from ..store.fresh import make_if_missing
-from ..store.paths import prepare
 from ..store.records import EVENT_COLUMNS
 from .push import SESSION_FIELDS, last_rid
 from .remote import CHANNEL, RemoteError, connect, retry_after, run, trace
@@ -27,7 +26,6 @@ FTS_MAX = 1_000_000
 
 
 def open_replica(path: Path) -> sqlite3.Connection:
-    prepare(path)
     make_if_missing(path)
     conn = sqlite3.connect(path, isolation_level=None, timeout=10, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 10000")
