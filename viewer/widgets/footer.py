@@ -87,13 +87,12 @@ class KeysFooter(Footer):
         with self._context():  # Footer's compose binds its keys to the active message pump
             rest, group = self._arranged()
         wanted = {_ident(k): k for k in [*rest, *group] if isinstance(k, FooterKey)}
-        have = list(self.query(FooterKey))
-        order = [_ident(k) for k in have if _ident(k) in wanted]
-        if order != list(wanted) or len(rest) != sum(isinstance(w, FooterKey) for w in rest):
+        have = [(_ident(k), k) for k in self.query(FooterKey)]
+        if [ident for ident, _ in have if ident in wanted] != list(wanted):
             self.call_later(self.recompose)
             return
-        for k in have:
-            new = wanted.get(_ident(k))
+        for ident, k in have:
+            new = wanted.get(ident)
             k.set_class(new is None or new._disabled, "-not-applicable")
             if new is not None and new._disabled != k._disabled:
                 k._disabled = new._disabled
