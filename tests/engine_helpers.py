@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from ctxview.backend.store.writer import Writer
+
+T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -21,3 +26,24 @@ async def workspace_and_writer(
         (ws / name).write_text(text, encoding="utf-8")
     async with await Writer.open(tmp / store) as writer:
         yield ws, writer
+
+
+async def with_heartbeat(work: Awaitable[T]) -> tuple[T, int, float]:
+    """(the work's value, heartbeats while it ran, the longest gap between two)."""
+    gaps: list[float] = []
+
+    async def beat() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    task = asyncio.ensure_future(beat())
+    await asyncio.sleep(0)
+    try:
+        value = await work
+    finally:
+        task.cancel()
+    return value, len(gaps), max(gaps, default=0.0)

@@ -5,44 +5,19 @@ line of 34 `a`s and a `!` held the loop for minutes, and a grep over 100k files 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar
 
 from ctxview.backend.session import Session
-from engine_helpers import workspace_and_writer
+from engine_helpers import with_heartbeat, workspace_and_writer
 
-T = TypeVar("T")
 # Seconds between two heartbeats of 10 ms. A search run on the loop shows one gap as long as the
 # call itself; one run off it only the machine's scheduling: up to 0.55 s seen at load 15 on 2
 # cores (0.5 failed there), tens of ms when idle.
 MAX_GAP = 1.0
-
-
-async def with_heartbeat(work: Awaitable[T]) -> tuple[T, int, float]:
-    """(the work's value, heartbeats while it ran, the longest gap between two)."""
-    gaps: list[float] = []
-
-    async def beat() -> None:
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    task = asyncio.ensure_future(beat())
-    await asyncio.sleep(0)
-    try:
-        value = await work
-    finally:
-        task.cancel()
-    return value, len(gaps), max(gaps, default=0.0)
 
 
 async def test_a_catastrophic_regex_stops_at_the_budget_and_the_loop_keeps_ticking(

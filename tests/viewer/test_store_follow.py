@@ -34,6 +34,14 @@ def notices(app: CtxviewApp) -> list[str]:
     return [n.message for n in app._notifications]
 
 
+def shows(app: CtxviewApp, word: str, instead_of: object = None) -> bool:
+    """A transcript screen (not `instead_of`) whose title has `word`, and no follow under way:
+    the old screen's title reads the new store too, before it is popped."""
+    screen = app.screen
+    return (isinstance(screen, TranscriptScreen) and screen is not instead_of
+            and word in screen.title_text and not app._following)  # fmt: skip
+
+
 def listed(app: CtxviewApp) -> list[str]:
     screen = app.screen
     return list(screen.session_ids) if isinstance(screen, SessionsScreen) else []
@@ -84,14 +92,10 @@ async def test_a_replaced_store_reopens_the_session_shown(tmp_path: Path) -> Non
     await make_store(new, "s", "after", ["new text", "more new text"])
     app = CtxviewApp(store, session="s")
     async with app.run_test(size=(120, 30)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
-                    and "before" in app.screen.title_text)  # fmt: skip
+        await until(pilot, lambda: shows(app, "before"))
         old = app.screen
         os.replace(new, store)
-        # The new screen, and the follow done: the old screen's title reads the new store too.
-        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
-                    and app.screen is not old and "after" in app.screen.title_text
-                    and not app._following)  # fmt: skip
+        await until(pilot, lambda: shows(app, "after", instead_of=old))
         assert len(app.screen_stack) == 2
 
 
@@ -169,8 +173,7 @@ async def test_a_replaced_store_stops_the_work_of_the_screens_it_removes(tmp_pat
     await make_store(new, "s", "after", ["new text"])
     app = CtxviewApp(store, session="s")
     async with app.run_test(size=(120, 30)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
-                    and "before" in app.screen.title_text)  # fmt: skip
+        await until(pilot, lambda: shows(app, "before"))
         screen = app.screen
         assert isinstance(screen, TranscriptScreen)
 
@@ -183,9 +186,6 @@ async def test_a_replaced_store_stops_the_work_of_the_screens_it_removes(tmp_pat
 
         screen.run_worker(busy(), group="busy")
         os.replace(new, store)
-        # The new screen, and the follow done: the old screen's title reads the new store too.
-        await until(pilot, lambda: isinstance(app.screen, TranscriptScreen)
-                    and app.screen is not screen and "after" in app.screen.title_text
-                    and not app._following)  # fmt: skip
+        await until(pilot, lambda: shows(app, "after", instead_of=screen))
         await pilot.pause()
         assert app.is_running and app.return_code is None
