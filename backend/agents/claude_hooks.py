@@ -10,7 +10,9 @@ state as `Session.resume` does, so a hook costs the same at 10 or 10,000 results
 What the model gets, per tool (README "Use it with Claude Code / Codex" has the table):
 - Read: Claude Code numbers `file.content` from `file.startLine` itself, so the bracket goes in
   as the line before the content and `startLine` one less: `0\t[#1000 a.py lines 1-3 of 3 sha
-  …]`, `1\t…`. An unchanged re-read is the one-line stub at that place.
+  …]`, `1\t…`. An unchanged re-read is the one-line stub at that place. Claude Code reads a
+  whole file when no limit is given: the rules' read window (2000 lines) applies here
+  (`importers.claude_code.read_lines`), the rest a read away with `offset`.
 - Bash: `stdout` becomes the engine's text (id, output capped, `stderr` after `stdout`); a plain
   `rg`/`grep`/`find`/`ls` (the Codex importer's classification) is a search, so the same search
   with the same output is the same-result stub.
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..importers.claude_code import read_lines
 from ..importers.codex import _search_tool
 from ..importers.detect import CLAUDE
 from ..importers.follow import sub_agents
@@ -361,20 +364,13 @@ class HookEngine:
         if not isinstance(file, dict) or not isinstance(file.get("content"), str):
             raise HookError("a Read output without file.content")
         path = str(file.get("filePath") or args.get("file_path") or "")
-        content: str = file["content"]
-        first = _whole(file.get("startLine"), 1)
-        lines = content.split("\n") if content else []
-        lines = lines[: _whole(file.get("numLines"), len(lines))]
-        total = _whole(file.get("totalLines"), first + len(lines) - 1)
         key = _key(session, path)
-        sha, real_total = _file_facts(os.path.realpath(path), total)
-        if lines and lines[-1] == "" and content.endswith("\n") and first + len(lines) - 1 > (
-                real_total or 0):  # fmt: skip
-            # Claude Code counts the empty "line" after a final newline; the rules do not
-            # (a final \n starts no new line), so neither does the bracket nor what is shown.
-            lines.pop()
-            content = content[:-1]
-        total = real_total if real_total is not None else total
+        sha, real_total = _file_facts(os.path.realpath(path), _whole(file.get("totalLines"), 0))
+        # The lines the rules show: within the read window, whole, counted as the rules count
+        # them (the import replays a transcript's Read through the same function).
+        got = read_lines(file, args, session.config["window.lines"], real_total)
+        first, lines, total = got.first, got.lines, got.total
+        content = "\n".join(lines)
         start = first - 1
         given: dict[str, Any] = {}
 
@@ -390,8 +386,9 @@ class HookEngine:
                              for i, line in enumerate(given["content"].split("\n")))  # fmt: skip
 
         await session.insert_read({"path": path, **_without(args, "file_path")}, path, key,
-                                  first, lines, total, sha, call_ref=ref, seen=len(content),
-                                  ts=time.time(), host_form=claude_form)  # fmt: skip
+                                  first, lines, total, sha, call_ref=ref,
+                                  seen=len(file["content"]), ts=time.time(),
+                                  host_form=claude_form)  # fmt: skip
         return {**resp, "file": {**file, "content": given["content"], "numLines": given["num"],
                                  "startLine": start}}  # fmt: skip
 

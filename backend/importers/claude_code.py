@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agents.live import next_rid, stored_calls
@@ -353,22 +354,21 @@ class ClaudeParser:
         if not isinstance(path, str):
             return False
         file = tur.get("file") if isinstance(tur, dict) else None
+        window = replay.session.config["window.lines"]
+        total: int | None
         if isinstance(file, dict) and isinstance(file.get("content"), str):
             if isinstance(tur, dict) and tur.get("type") not in (None, "text"):
                 return False  # an image, a notebook, a PDF: not lines
-            lines = file["content"].split("\n") if file["content"] else []
-            first = whole(file.get("startLine")) or whole(args.get("offset")) or 1
-            total = whole(file.get("totalLines"))
-            if lines and isinstance(file.get("numLines"), int) and file["numLines"] < len(lines):
-                lines = lines[: file["numLines"]]
+            got = read_lines(file, args, window)
+            first, lines, total, maybe_less = got.first, got.lines, got.total, not got.exact
         else:
             found = numbered_lines(text)
             if found is None:
                 return False
             first, lines = found
-            total = None
+            lines, total, maybe_less = lines[:window], None, False
         await replay.read({"path": path, **{k: v for k, v in args.items() if k != "file_path"}},
-                          path, first, lines, total, **ref)  # fmt: skip
+                          path, first, lines, total, maybe_one_less=maybe_less, **ref)  # fmt: skip
         return True
 
     async def _edit(self, replay: Replay, name: str, args: dict[str, Any], tur: Any,
@@ -400,6 +400,63 @@ class ClaudeParser:
                                                          if k != "file_path"}},
                           [(path, old, new)], **ref)  # fmt: skip
         return True
+
+
+@dataclass
+class ReadLines:
+    """A Claude Code Read as the rules take it: its first line, the lines 3.0.0 shows, and the
+    file's length in lines, `exact` unless it may be one less (see `read_lines`)."""
+
+    first: int
+    lines: list[str]
+    total: int
+    exact: bool
+
+
+def read_lines(file: dict[str, Any], args: dict[str, Any], window: int,
+               real_total: int | None = None) -> ReadLines:  # fmt: skip
+    """The lines of a Read's `file` ({content, numLines, startLine, totalLines}) that 3.0.0 gives
+    the model, the same for the hook (which answers with them) and the import (which replays
+    them), so both say `lines 1-2000 of 3000` for one read:
+
+    - Claude Code counts an empty "line" after a final newline (a 3,000-line file is 3,001); the
+      rules do not. `real_total`, the file's length the hook counted itself, tells; without it
+      a read that reaches the end shows whether the file ends in a newline, and any other read
+      gives a length that may be one less than Claude Code's (`exact` False).
+    - The read window (spec §3, 2000 lines from the offset): Claude Code reads a whole file
+      when no limit is given, so the lines past the window go, and are a read away
+      (`offset` = the bracket's last line + 1).
+    - A whole-file read past Claude Code's token cap (2.1.328: 25,000 tokens) comes as its
+      first page (`truncatedByTokenCap`), followed by Claude Code's banner naming those lines
+      ("showing lines 1-N of …, call Read with offset=N+1"): all of them are kept, so the
+      bracket and the banner agree and the model can page on as told. (Only a file whose
+      first lines are so long that no whole line fits is cut mid-line; its one line is then
+      cut the same way at every whole-file read, and a read of it with a limit is refused.)"""
+    content = file.get("content") if isinstance(file.get("content"), str) else ""
+    lines = content.split("\n") if content else []
+    num = whole(file.get("numLines"))
+    if num is not None and num < len(lines):
+        lines = lines[:num]
+    first = whole(file.get("startLine")) or whole(args.get("offset")) or 1
+    last = first + len(lines) - 1
+    counted = whole(file.get("totalLines"))
+    if counted is None or counted < last:
+        counted = last
+    at_end = last >= counted
+    phantom = bool(lines) and lines[-1] == "" and (
+        last > real_total if real_total is not None else at_end)  # fmt: skip
+    if phantom:
+        lines.pop()
+    if real_total is not None:
+        total, exact = real_total, True
+    elif not content and first == 1:  # an empty file (Claude Code counts its one empty line)
+        total, exact = 0, True
+    elif at_end:
+        total, exact = counted - phantom, True
+    else:  # most files end in a newline: Claude Code's count is one more, likely
+        total, exact = max(counted - 1, last), False
+    return ReadLines(first, lines[:window], max(total, first + min(len(lines), window) - 1),
+                     exact)  # fmt: skip
 
 
 def _apply(text: str, edits: Any) -> str | None:

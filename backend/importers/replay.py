@@ -89,12 +89,18 @@ class Replay:
     # Inserting
 
     async def read(self, args: dict[str, Any], path: str, first: int, lines: list[str],
-                   total: int | None, *, call_ref: str, seen: int, ts: float) -> str:  # fmt: skip
+                   total: int | None, *, call_ref: str, seen: int, ts: float,
+                   maybe_one_less: bool = False) -> str:  # fmt: skip
+        """`maybe_one_less`: `total` is a guess that may be one more than the file's length
+        (Claude Code's count of a read short of the end, `claude_code.read_lines`); a length
+        known from an earlier read of this generation wins."""
         key = self.key(path)
         last = first + len(lines) - 1
         known_total = self._total.get(key)
         if total is None:  # a numbered result alone does not give the file's length
             total = max(last, known_total or 0)
+        elif maybe_one_less and known_total == total + 1:
+            total = known_total
         seen_lines = self._seen_lines.setdefault(key, {})
         differs = known_total is not None and known_total != total
         crcs = [_crc(line) for line in lines]

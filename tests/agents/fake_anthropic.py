@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -52,13 +53,17 @@ class FakeAnthropic:
     def __init__(self, steps: list[dict[str, Any]] | None = None,
                  gate: threading.Semaphore | None = None,
                  threads: dict[str, list[dict[str, Any]]] | None = None,
-                 prefix: str = "") -> None:  # fmt: skip
+                 prefix: str = "",
+                 count_tokens: Callable[[dict[str, Any]], int] | None = None) -> None:  # fmt: skip
         """`gate`: each main request waits for a release first (a test paces the session).
         `threads`: scripts of their own for conversations whose first user message holds the
         key (a sub-agent's prompt: Claude Code runs it beside the main conversation).
         `prefix`: in every message and tool-use id (a resumed session's second server must not
-        give the ids of the first)."""
+        give the ids of the first).
+        `count_tokens`: the answer to `/v1/messages/count_tokens` from its body (Claude Code
+        counts a large file's tokens before a Read sends it); 10 without it."""
         self.prefix = prefix
+        self.count_tokens = count_tokens or (lambda body: 10)
         self.steps = list(steps or [])
         self.gate = gate
         self.threads = {k: list(v) for k, v in (threads or {}).items()}
@@ -122,7 +127,7 @@ class FakeAnthropic:
                 except ValueError:
                     body = {}
                 if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-                    self._json({"input_tokens": 10})
+                    self._json({"input_tokens": api.count_tokens(body)})
                     return
                 blocks = api.answer(body)
                 if not body.get("stream"):
