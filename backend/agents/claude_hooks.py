@@ -26,6 +26,8 @@ What the model gets, per tool (README "Use it with Claude Code / Codex" has the 
 - Anything else: a string output or a `content` list of text blocks is replaced by the capped
   generic text; another shape keeps its output and gets its id as `additionalContext`.
 - `mcp__ctxview__*`: untouched (the MCP server already answered through the engine).
+- A background task's report (UserPromptSubmit of a `<task-notification>`): stored, its id as
+  the prompt's context.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..importers.claude_code import read_lines
+from ..importers.claude_code import NOTIFICATION_TOOL, read_lines, task_notification
 from ..importers.codex import _search_tool
 from ..importers.detect import CLAUDE
 from ..importers.follow import sub_agents
@@ -175,6 +177,8 @@ class HookEngine:
         if event == "SessionEnd":
             await session.end()  # kept in memory: `--resume` brings it back
             return None
+        if event == "UserPromptSubmit":
+            return await self._prompt(session, payload)
         return None  # Stop, and events not wired: nothing to do
 
     # Sessions
@@ -501,6 +505,31 @@ class HookEngine:
         if isinstance(resp, str):
             return _post(shown)
         return _post({**resp, "content": [{"type": "text", "text": shown}]})
+
+    async def _prompt(self, session: Session, p: dict[str, Any]) -> dict[str, Any] | None:
+        """A prompt that is a background task's `<task-notification>` (Claude Code 2.1.328 runs
+        an Agent call in the background by default; its report comes later as a prompt, where
+        no PostToolUse sees it): the report is stored under an id, and the model gets the id as
+        the prompt's context. Claude Code's own text of it stays (a hook can only add to a
+        prompt). Any other prompt: nothing."""
+        prompt = p.get("prompt")
+        note = task_notification(prompt)
+        if note is None or not isinstance(prompt, str):
+            return None
+        prompt_id = p.get("prompt_id") if isinstance(p.get("prompt_id"), str) else None
+        ref = note.ref(prompt_id, prompt)
+        assert self._read is not None
+        row = self._read.execute(
+            "SELECT rid FROM events WHERE session = ? AND kind = 'result' AND call_ref = ?",
+            (session.id, ref)).fetchone()  # fmt: skip
+        if row is not None:  # already stored (an import of the transcript was first)
+            shown = note.line(session.ref(int(row[0])))
+        else:
+            shown = await session.insert_beside(NOTIFICATION_TOOL, note.args(), note.report,
+                                                note.line, call_ref=ref,
+                                                seen=len(prompt))  # fmt: skip
+        return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                       "additionalContext": shown}}  # fmt: skip
 
     # Compaction
 

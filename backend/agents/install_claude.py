@@ -32,6 +32,8 @@ HOOKS: dict[str, tuple[str, str | None]] = {
     "PreCompact": ("pre-compact", None),
     "Stop": ("stop", None),  # the turn's last message, from the transcript
     "SessionEnd": ("session-end", None),
+    # A background task's report arrives as a prompt (`<task-notification>`): its id, given
+    "UserPromptSubmit": ("user-prompt-submit", None),
 }
 HOOK_TIMEOUT = 5  # seconds: Claude Code's own bound, above the hook's 2 s budget
 _OURS = re.compile(r"backend[/.]agents[/.]hook_client\b|\bctxview\"? hook\b")

@@ -14,6 +14,8 @@ sessions of their own by the runner, and a parent's `Task`/`Agent` result names 
 from __future__ import annotations
 
 import copy
+import hashlib
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -287,6 +289,9 @@ class ClaudeParser:
         if isinstance(content, str):
             if self.agent_file and content.strip() == "Warmup":
                 self.hub.main.data["warmup"] = True  # a 2-record warm-up agent: noise to hide
+            note = task_notification(content)
+            if note is not None:  # before the message, where the hook (which runs first) puts it
+                await self._report(replay, note, content, id_text(rec.get("promptId")), ts)
             await replay.message("user", content, ts=ts, data=data or None)
             return
         need(content, list, "message.content")
@@ -333,6 +338,16 @@ class ClaudeParser:
         changes = (args["file_path"],) if name in _EDITS and isinstance(
             args.get("file_path"), str) and not error else ()  # fmt: skip
         await target.generic(_RENAME.get(name, name), args, text, changes=changes, **ref)
+
+    async def _report(self, replay: Replay, note: TaskNotification, prompt: str,
+                      prompt_id: str | None, ts: float) -> None:  # fmt: skip
+        """A background task's report (a `<task-notification>` prompt): stored under an id, as
+        the hook's UserPromptSubmit stores it, unless the hook already did."""
+        ref = note.ref(prompt_id, prompt)
+        if await self._stored_by_hook(replay, ref):
+            return
+        await replay.beside(NOTIFICATION_TOOL, note.args(), note.report, note.line, call_ref=ref,
+                            seen=len(prompt), ts=ts)  # fmt: skip
 
     async def _stored_by_hook(self, target: Replay, call_id: str) -> bool:
         """A result Claude Code's hook already stored with the id the model saw
@@ -400,6 +415,50 @@ class ClaudeParser:
                                                          if k != "file_path"}},
                           [(path, old, new)], **ref)  # fmt: skip
         return True
+
+
+# The tool name a task notification's report is stored under (no call of the model's made it).
+NOTIFICATION_TOOL = "task-notification"
+_NOTIFICATION = re.compile(r"\A\s*<task-notification>\s*(.*?)\s*</task-notification>\s*\Z", re.S)
+_FIELD = re.compile(r"<(task-id|tool-use-id|status|summary)>(.*?)</\1>", re.S)
+
+
+@dataclass
+class TaskNotification:
+    """Claude Code's `<task-notification>` (2.1.328): a background task (an Agent call, which
+    runs in the background by default, or a background command) ended, and its report comes
+    to the model as a prompt of its own, later, where no PostToolUse hook sees it."""
+
+    fields: dict[str, str]
+    report: str  # `<result>`, the sub-agent's last message; else the whole notification
+
+    def ref(self, prompt_id: str | None, prompt: str) -> str:
+        """The report's `call_ref`: the same from the hook's input (`prompt_id`) and from the
+        transcript's record of it (`promptId`), one per notification (a task may notify more
+        than once)."""
+        key = prompt_id or hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return f"{NOTIFICATION_TOOL}:{key}"
+
+    def args(self) -> dict[str, str]:
+        return {k.replace("-", "_"): v for k, v in self.fields.items()}
+
+    @staticmethod
+    def line(ref: str) -> str:
+        return f"[{ref}] is the id of the result in this task notification."
+
+
+def task_notification(prompt: Any) -> TaskNotification | None:
+    """The notification a prompt is, or None."""
+    if not isinstance(prompt, str) or "<task-notification>" not in prompt[:200]:
+        return None
+    m = _NOTIFICATION.match(prompt)
+    if m is None:
+        return None
+    body = m[1]
+    fields = {k: v.strip() for k, v in _FIELD.findall(body.split("<result>", 1)[0])}
+    start, end = body.find("<result>"), body.rfind("</result>")
+    report = body[start + len("<result>") : end].strip("\n") if 0 <= start < end else prompt
+    return TaskNotification(fields, report)
 
 
 @dataclass

@@ -18,6 +18,7 @@ import hashlib
 import posixpath
 import re
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from ..session import Session
@@ -144,6 +145,14 @@ class Replay:
         for path in changes:
             self.changed(path)
         return await self.session.insert(tool, args, output, call_ref=call_ref, seen=seen, ts=ts)
+
+    async def beside(self, tool: str, args: dict[str, Any], output: str,
+                     line: Callable[[str], str], *, call_ref: str, seen: int,
+                     ts: float) -> str:  # fmt: skip
+        """An output the model keeps in the host's own form, its id given beside it
+        (`Session.insert_beside`)."""
+        return await self.session.insert_beside(tool, args, output, line, call_ref=call_ref,
+                                                seen=seen, ts=ts)  # fmt: skip
 
     async def message(self, role: str, text: str, *, ts: float,
                       data: dict[str, Any] | None = None) -> None:  # fmt: skip

@@ -540,3 +540,29 @@ def test_the_socket_folder_must_be_private(tmp_path: Path) -> None:
     folder.chmod(0o700)
     with pytest.raises(PermissionError):
         private_folder(str(tmp_path / "link"))
+
+
+async def test_a_task_notifications_report_is_stored_and_its_id_given(engine, tmp_path):
+    """UserPromptSubmit of a background task's `<task-notification>`: the report (its
+    `<result>`) is a result with an id, given as the prompt's context; once only."""
+    note = ("<task-notification>\n<task-id>ab12</task-id>\n<tool-use-id>toolu_9</tool-use-id>\n"
+            "<status>completed</status>\n<summary>Agent \"x\" finished</summary>\n"
+            "<result>line one\n</result> is text\nline three</result>\n<usage><tool_uses>1"
+            "</tool_uses></usage>\n</task-notification>")  # fmt: skip
+    ask = base(tmp_path, hook_event_name="UserPromptSubmit", prompt=note, prompt_id="p-1")
+    out = await engine.handle("UserPromptSubmit", ask)
+    context = "[#1000] is the id of the result in this task notification."
+    assert out == {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                          "additionalContext": context}}  # fmt: skip
+    assert await engine.handle("UserPromptSubmit", ask) == out  # the same prompt: the same id
+    plain = base(tmp_path, hook_event_name="UserPromptSubmit", prompt="fix it", prompt_id="p-2")
+    assert await engine.handle("UserPromptSubmit", plain) is None
+    conn = sqlite3.connect(engine.store)
+    rows = conn.execute("SELECT e.tool, e.call_ref, b.stored FROM events e JOIN bodies b"
+                        " ON b.rid = e.rid WHERE e.kind = 'result'").fetchall()  # fmt: skip
+    (args,) = conn.execute("SELECT args FROM events WHERE kind = 'call'").fetchone()
+    conn.close()
+    report = "line one\n</result> is text\nline three"
+    assert rows == [("task-notification", "task-notification:p-1", report)]
+    assert json.loads(args) == {"task_id": "ab12", "tool_use_id": "toolu_9",
+                                "status": "completed", "summary": 'Agent "x" finished'}  # fmt: skip

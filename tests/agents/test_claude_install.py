@@ -41,7 +41,7 @@ def test_project_install_merges_is_idempotent_and_uninstall_restores(tmp_path: P
     done = ctxview(proj, home, "install", "claude-code", "--project")
     assert done.returncode == 0, done.stderr
     for event in ("PostToolUse", "PostToolUseFailure", "SessionStart", "PreCompact", "Stop",
-                  "SessionEnd"):
+                  "SessionEnd", "UserPromptSubmit"):
         assert f"added the {event} hook to {settings}" in done.stdout
     assert f"added the MCP server ctxview (`ctxview mcp`) in {mcp}" in done.stdout
     s = json.loads(settings.read_text())
