@@ -72,8 +72,10 @@ DESCRIPTIONS = {
               "id with or without #; offset is the first line (from 1), limit the number.",
 }  # fmt: skip
 
-# With the whole set, the model is asked to work through it: a host's own tool (Codex's
-# apply_patch, which cannot be switched off) answers outside the rules and outside the store.
+# With the whole set, the model is asked to work through it: a host's own tool answers outside
+# the rules and outside the store (Codex 0.169.0 offers its own apply_patch beside ctxview's
+# whenever the model's catalog entry brings one, its shell off or on: tests/agents/
+# test_codex_tools.py).
 PREFER = (
     "\n## Tools\n\nUse this server's tools (read, list, glob, grep, bash, edit, multiedit, "
     "write, apply_patch, recall) rather than the host's own tools for the same jobs: their "
