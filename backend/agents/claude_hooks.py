@@ -70,8 +70,11 @@ _STOPPED = ("The search stopped before it finished, most likely at its time limi
 _GREP_NOTES = ("appliedLimit", "appliedOffset", "timedOut")
 # The longest result Claude Code 2.1.328 sends as it is, per tool (its maxResultSizeChars); a
 # longer one reaches the model as a 2 KB preview, so the cap is fitted under it.
-_SHOWS_AT_MOST = {"Grep": 20_000}
+SHOWS_AT_MOST = {"Grep": 20_000}
 _SHOWS_AT_MOST_ELSE = 50_000
+# A Bash output longer than this (2.1.328's default `bashOutputMaxChars`) Claude Code saves to a
+# file before any hook sees it: the hook gets, and stores, its note and preview.
+SAVED_PAST = {"Bash": 30_000}
 # A hook's writes give up well inside Claude Code's 2 s budget rather than wait on a lock.
 BUSY_MS = 900
 
@@ -613,7 +616,7 @@ async def _written(path: Path, call_id: Any) -> None:
 
 
 def _shows_at_most(tool: str) -> int:
-    return _SHOWS_AT_MOST.get(tool, _SHOWS_AT_MOST_ELSE)
+    return SHOWS_AT_MOST.get(tool, _SHOWS_AT_MOST_ELSE)
 
 
 def _plural(n: int, word: str) -> str:

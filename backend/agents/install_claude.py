@@ -143,6 +143,26 @@ def is_ours(entry: Any) -> bool:
         _OURS.search(entry["command"]))  # fmt: skip
 
 
+def active_events(cwd: Path, home: Path) -> frozenset[str]:
+    """The Claude Code events ctxview's hooks are on for in a project at `cwd`, in the settings
+    Claude Code reads there (the user's, the project's and the project's local ones): what the
+    model may be told the hooks do (`prompts.claims`)."""
+    events: set[str] = set()
+    for path in (home / ".claude" / "settings.json", cwd / ".claude" / "settings.json",
+                 cwd / ".claude" / "settings.local.json"):  # fmt: skip
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        for event, groups in hooks.items() if isinstance(hooks, dict) else ():
+            for group in groups if isinstance(groups, list) else ():
+                inner = group.get("hooks") if isinstance(group, dict) else None
+                if isinstance(inner, list) and any(is_ours(e) for e in inner):
+                    events.add(event)
+    return frozenset(events)
+
+
 def install(scope: str, cwd: Path, home: Path, store: Path | None = None) -> Plan:
     settings_path, mcp_path = paths(scope, cwd, home)
     plan = Plan()

@@ -40,7 +40,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError as McpToolError
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
-from ..prompts import context_block
+from ..prompts import CLAUDE, MCP, RECALL, Active, context_block
 from ..session import TOOLS, Session, new_session_id
 from ..store import Writer
 from ..store.records import EVENT_COLUMNS, Event
@@ -72,15 +72,6 @@ DESCRIPTIONS = {
               "id with or without #; offset is the first line (from 1), limit the number.",
 }  # fmt: skip
 
-# With the whole set, the model is asked to work through it: a host's own tool answers outside
-# the rules and outside the store (Codex 0.169.0 offers its own apply_patch beside ctxview's
-# whenever the model's catalog entry brings one, its shell off or on: tests/agents/
-# test_codex_tools.py).
-PREFER = (
-    "\n## Tools\n\nUse this server's tools (read, list, glob, grep, bash, edit, multiedit, "
-    "write, apply_patch, recall) rather than the host's own tools for the same jobs: their "
-    "results follow the rules above, are kept, and recall finds them.\n"
-)
 
 # Keys a host may put in a call's `_meta` for its own id of the call (Codex: `callId`): stored
 # as the call's ref, so an import of the host's transcript can pair it with the stored result.
@@ -266,6 +257,24 @@ def rollout_path(env: Mapping[str, str], thread: str) -> str | None:
     return str(found[-1].resolve()) if found else None
 
 
+def active(conn: Connection, tools: tuple[str, ...]) -> Active:
+    """What the server's instructions describe (`prompts.claims`): with the whole set, its own
+    tools (and the model is asked to work through them: a host's own tool answers outside the
+    rules and the store; Codex 0.169.0 offers its own apply_patch whenever the model's catalog
+    entry brings one, its shell off or on: tests/agents/test_codex_tools.py); started by Claude
+    Code, what ctxview's hooks that are on there do to its tools; else recall alone."""
+    if len(tools) > 1:
+        return Active(MCP, tools=tools)
+    if conn.env.get("CLAUDE_CODE_SESSION_ID") or conn.env.get("CLAUDECODE"):
+        from .claude_hooks import SAVED_PAST, SHOWS_AT_MOST
+        from .install_claude import active_events
+
+        home = Path(conn.env.get("HOME") or Path.home())
+        return Active(CLAUDE, hooks=active_events(conn.workspace, home),
+                      shows_at_most=SHOWS_AT_MOST, saved_past=SAVED_PAST)  # fmt: skip
+    return Active(RECALL)
+
+
 def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPServer:
     """An MCP server offering `tools` (a subset of the engine's), each run through `conn`."""
 
@@ -279,7 +288,7 @@ def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPS
 
     server = MCPServer(
         "ctxview",
-        instructions=context_block() + (PREFER if len(tools) > 1 else ""),
+        instructions=context_block(active=active(conn, tools)),
         version=_version(),
         lifespan=lifespan,
     )

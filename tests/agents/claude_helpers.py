@@ -126,3 +126,24 @@ def bash_turn(sid: str, cwd: Path, prompt: str, shown: str) -> list[dict[str, An
              {"type": "tool_result", "tool_use_id": "toolu_1", "content": shown}]},
          "toolUseResult": {"stdout": shown, "stderr": ""}},
     ]  # fmt: skip
+
+
+def notified(body: dict[str, Any]) -> bool:
+    """Whether a request carries a background task's `<task-notification>`."""
+    return any("<task-id>" in t for _, _, t in conversation(body))
+
+
+def once_notified(steps: list[Any], wait: int = 2) -> list[Any]:
+    """Script steps for after a background call: each ends the turn ("Waiting.") until the
+    request carries the task's notification (Claude Code may deliver it inside the same turn,
+    or as a prompt after it), then `steps` in order, one per request. A step may be a function
+    of the request (fake_anthropic.Step)."""
+    todo = list(steps)
+
+    def step(body: dict[str, Any]) -> dict[str, Any]:
+        if not notified(body) and len(todo) == len(steps):
+            return {"text": "Waiting."}
+        nxt = todo.pop(0) if todo else {"text": "Done."}
+        return nxt(body) if callable(nxt) else nxt
+
+    return [step] * (len(steps) + wait)

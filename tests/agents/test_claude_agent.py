@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_helpers import after_result, conversation, needs_claude, project, tool_results
+from claude_helpers import (
+    after_result,
+    conversation,
+    needs_claude,
+    once_notified,
+    project,
+    tool_results,
+)
 from fake_anthropic import FakeAnthropic
 
 pytestmark = [needs_claude, pytest.mark.e2e]
@@ -76,9 +83,7 @@ def test_a_background_sub_agents_report_gets_its_id_and_recall_brings_it_back(
         steps = [
             {"tool": "Agent", "input": {"description": "look at a", "prompt": prompt,
                                         "subagent_type": "general-purpose"}},
-            {"text": "Waiting for the agent."},
-            recall_the_report,  # the request that carries the notification
-            {"text": "Done."},
+            *once_notified([recall_the_report, {"text": "Done."}]),
         ]  # fmt: skip
         sub_agent = [
             {"tool": "Read", "input": {"file_path": str(p.root / "a.txt")}},

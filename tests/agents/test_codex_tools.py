@@ -52,7 +52,9 @@ def _offered(tmp: Path, model: str, *, install: bool, extra: str = "",
         )  # fmt: skip
         requests = list(api.requests)
     assert done.returncode == 0 and requests, done.stderr[-3000:]
-    return {t.get("name") or t.get("type"): t for t in requests[0].get("tools", [])}
+    offered = {t.get("name") or t.get("type"): t for t in requests[0].get("tools", [])}
+    offered["_input"] = requests[0].get("input", [])
+    return offered
 
 
 def test_a_model_codex_has_no_catalog_entry_for_gets_no_apply_patch_once_the_shell_is_off(
@@ -74,6 +76,9 @@ def test_a_catalogued_model_gets_codexs_own_apply_patch_whatever_the_shell(
     # gpt-5.5 searches its tools: ctxview's are deferred behind `tool_search`, named with the
     # first line of the server's instructions.
     assert "tool_search" in offered and "mcp__ctxview" not in offered
+    listing = "\n".join(part.get("text", "") for item in offered["_input"]
+                        for part in item.get("content", []) if isinstance(part, dict))  # fmt: skip
+    assert "Deferred tool namespaces:\n- mcp__ctxview: ctxview's tools (read, write, " in listing
     # The flag that once chose apply_patch's form changes nothing now.
     flagged = _offered(tmp_path / "flag", "gpt-5.5", install=True,
                        features="apply_patch_freeform = false\n")  # fmt: skip
