@@ -68,9 +68,10 @@ _STOPPED = ("The search stopped before it finished, most likely at its time limi
 # Grep fields Claude Code turns into text around `content`: in our answer that text is already
 # part of the result, so they go.
 _GREP_NOTES = ("appliedLimit", "appliedOffset", "timedOut")
-# The longest result Claude Code 2.1.328 sends as it is, per tool (its maxResultSizeChars); a
-# longer one reaches the model as a 2 KB preview, so the cap is fitted under it.
-SHOWS_AT_MOST = {"Grep": 20_000}
+# The longest result Claude Code 2.1.328 sends as it is, per tool (its maxResultSizeChars; Bash's
+# is its 30,000-character output limit, applied again to what the hook gives back); a longer one
+# reaches the model as a 2 KB preview, so the cap is fitted under it.
+SHOWS_AT_MOST = {"Grep": 20_000, "Bash": 30_000}
 _SHOWS_AT_MOST_ELSE = 50_000
 # A Bash output longer than this (2.1.328's default `bashOutputMaxChars`) Claude Code saves to a
 # file before any hook sees it: the hook gets, and stores, its note and preview.

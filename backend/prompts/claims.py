@@ -178,12 +178,15 @@ def _engine(config: Config, active: Active) -> list[Claim]:
 def _claude(config: Config, active: Active) -> list[Claim]:
     ex = _ex(config)
     w = config["window.lines"]
-    grep = active.shows_at_most.get("Grep")
     aside = "a Read has its window"
-    if grep is not None:
+    if active.shows_at_most:
         from ..rules.cap import fit
 
-        aside = f"Grep's: {fit(config, grep)['cap.max_chars']:,}, what Claude Code sends whole"
+        fitted = [f"{tool}'s: {fit(config, n)['cap.max_chars']:,}" for tool, n in
+                  sorted(active.shows_at_most.items())
+                  if fit(config, n)["cap.max_chars"] < config["cap.max_chars"]]  # fmt: skip
+        if fitted:
+            aside = f"{', '.join(fitted)}, what Claude Code sends whole"
     out = [
         _ids("at the start of the result, or, where Claude Code keeps its own text, in the hook "
              "context right after it"),

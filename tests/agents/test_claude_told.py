@@ -70,6 +70,7 @@ def test_every_claim_claude_code_is_told_is_what_its_model_gets(tmp_path: Path) 
             bash("echo hi"),
             bash("seq 1 3400"),
             bash("head -c 20500 /dev/zero | tr '\\0' w; echo; seq 1 450"),  # 451 lines
+            bash("head -c 29998 /dev/zero | tr '\\0' w"),
             bash("head -c 50000 /dev/zero | tr '\\0' w"),
             {"tool": "Edit", "input": {"file_path": notes, "old_string": "line 3 alpha",
                                        "new_string": "line 3 gamma"}},
@@ -108,6 +109,7 @@ def test_every_claim_claude_code_is_told_is_what_its_model_gets(tmp_path: Path) 
             "echo2",
             "seq",
             "wide",
+            "edge",
             "saved",
             "edit",
             "new",
@@ -175,6 +177,12 @@ def test_every_claim_claude_code_is_told_is_what_its_model_gets(tmp_path: Path) 
     def cap() -> None:
         assert "\n[3100 lines elided, full output " in got["seq"]
         assert got["wide"].split("\n")[1].endswith(" […cut]")
+        # Just under Claude Code's own 30,000 (with the id, over it): capped to fit, so it
+        # reaches the model whole rather than as Claude Code's 2 KB preview.
+        assert re.match(
+            r"\[#[0-9a-f]{4}\]\nw+ \[…cut\]\n\[0 lines elided, full output #", got["edge"]
+        )
+        assert len(got["edge"]) < 30_000
         assert got["saved"].startswith("<persisted-output>\nOutput too large (48.8KB). Full "
                                        "output saved to: ")  # fmt: skip
         saved = re.search(r"Preview \(first 2KB\):\n\[(#[0-9a-f]{4})\]\nwww", got["saved"])
