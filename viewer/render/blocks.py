@@ -478,8 +478,18 @@ def _boundary(block: Block, data: BlockData, ctx: RenderContext, width: int) -> 
     out = [row]
     ev = data.first
     summary = (ev.text or "") if ev else ""
-    raw, total = _split(summary, _limit(block, FOLD_SUMMARY))
-    lines = [linkify(plain(line, p.boundary_text), ctx.epoch_of, block.epoch, p) for line in raw]
+    if ctx.raw:
+        raw, total = _split(summary, _limit(block, FOLD_SUMMARY))
+        lines = [plain(line, p.boundary_text) for line in raw]
+    else:
+        # Rendered as messages are (the summary is the model's Markdown), on the boundary's
+        # ground: `r` shows it raw, as it does messages.
+        lines = render_markdown(summary, p, width)
+        total = len(lines)
+        lines = lines[: _limit(block, FOLD_SUMMARY)]
+        for line in lines:
+            line.style = p.boundary_text
+    lines = [linkify(line, ctx.epoch_of, block.epoch, p) for line in lines]
     out.extend(_fold(lines, total, block, FOLD_SUMMARY, ctx))
     rows = (ev.extra.get("rows") if ev else None) or []
     if rows:

@@ -957,7 +957,8 @@ class TranscriptView(ScrollView, can_focus=True):
             # Markdown can draw more lines than the text has (a table's rules): fold early.
             return block.text_lines > FOLD_MESSAGE // 2
         if block.kind == "boundary":
-            return block.text_lines > FOLD_SUMMARY + 1
+            # Markdown can draw more lines than the text has (a list's wrapped items): early.
+            return block.text_lines > (FOLD_SUMMARY + 1 if self.raw else 1)
         return False
 
     def relayout(self, block: Block) -> None:
