@@ -93,28 +93,35 @@ class Tmux:
         return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
                               text=True, check=check, timeout=30)  # fmt: skip
 
-    def start(self, command: list[str], env: dict[str, str] | None = None) -> None:
-        """The session's first window runs `command` (in `env`, else ours)."""
-        env = {**(env if env is not None else os.environ), "TERM": "xterm-256color"}
+    def start(self, command: list[str], env: dict[str, str] | None = None,
+              term: str | None = "xterm-256color") -> None:  # fmt: skip
+        """The session's first window runs `command` (in `env`, else ours), with TERM=`term`
+        (None: tmux's own, tmux-256color)."""
+        env = dict(env if env is not None else os.environ)
         env.pop("TMUX", None)
+        if term is not None:
+            env["TERM"] = term
         subprocess.run(
             ["tmux", "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "e2e",
-             "-x", str(self.size[0]), "-y", str(self.size[1]), self._line(command, env)],
+             "-x", str(self.size[0]), "-y", str(self.size[1]), self._line(command, env, term)],
             check=True, env=env, timeout=30,
         )  # fmt: skip
 
-    def window(self, name: str, command: list[str], env: dict[str, str] | None = None) -> str:
+    def window(self, name: str, command: list[str], env: dict[str, str] | None = None,
+               term: str | None = "xterm-256color") -> str:  # fmt: skip
         """Another window of the session, at the same size, running `command`; its target."""
-        env = {**(env if env is not None else os.environ), "TERM": "xterm-256color"}
-        self.run("new-window", "-d", "-t", "e2e", "-n", name, self._line(command, env))
+        env = dict(env if env is not None else os.environ)
+        self.run("new-window", "-d", "-t", "e2e", "-n", name, self._line(command, env, term))
         return f"e2e:{name}"
 
     @staticmethod
-    def _line(command: list[str], env: dict[str, str]) -> str:
+    def _line(command: list[str], env: dict[str, str], term: str | None) -> str:
         # The environment on the command line: a tmux server started by another test keeps its
         # own. Quoted: a bare #1a2b would start a comment.
-        keep = {k: v for k, v in env.items() if k in ("TERM", "HOME", "CTXVIEW_STORE")
+        keep = {k: v for k, v in env.items() if k in ("HOME", "CTXVIEW_STORE")
                 or k.startswith("XDG_")}  # fmt: skip
+        if term is not None:
+            keep["TERM"] = term
         return shlex.join(["env", *(f"{k}={v}" for k, v in keep.items()), *command])
 
     def screen(self, target: str = "e2e", *, styles: bool = False) -> str:

@@ -170,7 +170,7 @@ class TranscriptView(ScrollView, can_focus=True):
         # time, the theme's name is a plain attribute.
         name = self.app.theme
         if self._palette is None or self._palette_theme != name:
-            self._palette = palette_for(self.app.current_theme)
+            self._palette = palette_for(self.app.current_theme, self.app.console.color_system)
             self._palette_theme = name
         return self._palette
 
