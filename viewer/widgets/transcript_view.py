@@ -85,6 +85,9 @@ class TranscriptView(ScrollView, can_focus=True):
             super().__init__()
             self.rid = rid
 
+    class ModeChanged(Message):
+        """How the view draws changed (raw text or Markdown): the status line says which."""
+
     class Loaded(Message):
         """The whole outline is loaded (older rows come in after the first screen)."""
 
@@ -999,6 +1002,7 @@ class TranscriptView(ScrollView, can_focus=True):
         """Messages as their raw text, or as rendered Markdown."""
         self.raw = not self.raw
         self._relayout_all()
+        self.post_message(self.ModeChanged())
 
     def action_fold(self) -> None:
         if self.cursor_block is not None:
