@@ -168,7 +168,8 @@ async def test_boundaries_step_and_stale_links(filled: Filled) -> None:
         assert "not in context" not in text  # the table names what it keeps
         await pilot.press("down")
         after = view.cursor_block
-        assert "#1000 (not in context since boundary 1)" in view.block_text(after)  # type: ignore[arg-type]
+        # The note beside the line, not inside the model's words (issue 16 §1.11).
+        assert "mention #1000.  ◂ #1000 not in context since boundary 1" in view.block_text(after)  # type: ignore[arg-type]
         await pilot.press("left_square_bracket")
         assert view.cursor_block is boundary
         # The summary folds and opens.
