@@ -250,7 +250,10 @@ async def test_result_screen_facts_search_and_links(filled: Filled) -> None:
         await pilot.press("slash", *"f17", "enter")
         assert "match 1/1" in str(screen.query_one("#result-status").render())
         screen.action_open_rid(0x1002)
-        await wait_for(pilot, lambda: getattr(pilot.app.screen, "rid", None) == 0x1002)
+        # Its view too: the screen has its rid from the start, its keys once it is mounted (a
+        # key pressed before went to the screen below, on a loaded machine).
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "rid", None) == 0x1002
+                       and getattr(pilot.app.screen, "view", None) is not None)  # fmt: skip
         await pilot.press("t")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, TranscriptScreen))
         assert view_of(pilot).cursor_block.rid == 0x1002  # type: ignore[union-attr]
