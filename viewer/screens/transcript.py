@@ -157,7 +157,7 @@ class TranscriptScreen(Screen[None]):
         view = getattr(self, "view", None)
         if view is not None:
             # A worker, not an await here: the screen's queue (its frames too) stays free.
-            self.run_worker(view.fetch_new(), group="fetch")
+            self.run_worker(view.fetch_new, group="fetch")  # a coroutine only once it runs
             if not self._title_due:
                 # The title at most 4 times a second, not per commit: its query would queue
                 # on the read connection beside the rows' own.

@@ -302,7 +302,7 @@ class TranscriptView(ScrollView, can_focus=True):
             or self.outline.last_seq < await reader.last_seq(sid)
         ):
             # Rows that came meanwhile, or the last one replaced (which adds no row).
-            self.run_worker(self.fetch_new(), group="fetch")
+            self.run_worker(self.fetch_new, group="fetch")  # made when it starts
         while self.outline.first_seq is not None and self.outline.first_seq > 1:
             await self._screen_first(0.5)
             if gen != self._generation:
