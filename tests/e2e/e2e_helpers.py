@@ -99,8 +99,8 @@ class Tmux:
         (None: tmux's own, tmux-256color)."""
         env = dict(env if env is not None else os.environ)
         env.pop("TMUX", None)
-        if term is not None:
-            env["TERM"] = term
+        # tmux's own client needs one (a run without a TERM); the pane gets `term`, or tmux's.
+        env["TERM"] = term or "xterm-256color"
         subprocess.run(
             ["tmux", "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "e2e",
              "-x", str(self.size[0]), "-y", str(self.size[1]), self._line(command, env, term)],
