@@ -74,8 +74,10 @@ def temp_store() -> Path:
 
 async def open_demo(store: Path | None = None) -> DemoRun:
     """Create (or open) the store, copy the project, start the session."""
+    # Its folders are made by the writer's open, 0700 (store/paths.py): made here first with the
+    # umask's mode, ctxview's own folder was then "tightened", warning about a folder it had
+    # just made itself.
     store = Path(store) if store is not None else temp_store()
-    store.parent.mkdir(parents=True, exist_ok=True)
     workspace = copy_project(Path(tempfile.mkdtemp(prefix="ctxview-demo-workspace-")))
     try:
         writer = await Writer.open(store)

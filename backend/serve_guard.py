@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -267,27 +268,16 @@ def make_middleware(guard: Guard, tickets: Tickets, secure_cookie: bool = False)
     return guard_middleware
 
 
-# The page's terminal (xterm.js) takes keys only once its hidden textarea has the focus, which a
-# click gives: focus it as soon as it exists, so the first key pressed on a new tab works.
-FOCUS_SCRIPT = """<script>
-(function () {
-  function focus() {
-    var t = document.querySelector("#terminal textarea");
-    if (t) { t.focus(); }
-    return !!t;
-  }
-  if (!focus()) {
-    var o = new MutationObserver(function () { if (focus()) { o.disconnect(); } });
-    o.observe(document.body, {childList: true, subtree: true});
-  }
-})();
-</script>
-"""
+# ctxview's own page (textual-serve's, with every asset served here: no font from another
+# site, a title, an icon; see its comment) and the icon.
+PAGE = Path(__file__).with_name("serve_page")
+FAVICON = PAGE / "favicon.svg"
 
 
 def make_server_class() -> type:
     """`textual_serve.server.Server` with the guard in front of every route, a one-time ticket in
-    each page's websocket URL, and everything it says on stderr (never stdout)."""
+    each page's websocket URL, ctxview's own page and icon, and everything it says on stderr
+    (never stdout)."""
     import asyncio
     import signal
 
@@ -307,7 +297,8 @@ def make_server_class() -> type:
     class GuardedServer(Server):  # type: ignore[misc]
         def __init__(self, command: str, *, host: str, port: int, title: str,
                      public_url: str | None, guard: Guard) -> None:  # fmt: skip
-            super().__init__(command, host=host, port=port, title=title, public_url=public_url)
+            super().__init__(command, host=host, port=port, title=title, public_url=public_url,
+                             templates_path=PAGE)  # fmt: skip
             self.guard = guard
             self.tickets = Tickets()
 
@@ -327,16 +318,21 @@ def make_server_class() -> type:
             secure = self.public_url.startswith("https")
             app.middlewares.append(make_middleware(self.guard, self.tickets, secure))
             app.router.add_get("/ws/{ticket}", self.handle_websocket, name="websocket-ticket")
+            # The page names its icon; a browser asks /favicon.ico of a page that names none.
+            app.router.add_get("/favicon.svg", self.handle_favicon, name="favicon")
+            app.router.add_get("/favicon.ico", self.handle_favicon)
             return app
+
+        async def handle_favicon(self, request: web.Request) -> web.StreamResponse:
+            return web.Response(body=FAVICON.read_bytes(), content_type="image/svg+xml",
+                                headers={"Cache-Control": "max-age=86400"})  # fmt: skip
 
         async def handle_index(self, request: web.Request) -> web.StreamResponse:
             context = await Server.handle_index.__wrapped__(self, request)
             ticket = self.tickets.mint()
             context["app_websocket_url"] = f"{context['app_websocket_url']}/{ticket}"
-            response = aiohttp_jinja2.render_template("app_index.html", request, context)
-            if response.text:  # keys reach the app before any click (issue 10.8)
-                response.text = response.text.replace("</body>", FOCUS_SCRIPT + "</body>", 1)
-            return response
+            context["favicon_url"] = f"{self.public_url.rstrip('/')}/favicon.svg"
+            return aiohttp_jinja2.render_template("app_index.html", request, context)
 
         async def on_startup(self, app: web.Application) -> None:
             print(f"ctxview serve: open {self.start_url()}  (Ctrl+C to quit)", file=sys.stderr,

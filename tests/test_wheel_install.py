@@ -65,6 +65,8 @@ def test_the_wheel_has_nothing_top_level_but_ctxview(wheel: Path) -> None:
     # The package data the commands need at run time.
     assert "ctxview/backend/config.json" in names
     assert "ctxview/viewer/app.tcss" in names
+    assert "ctxview/backend/serve_page/app_index.html" in names  # serve's own page and icon
+    assert "ctxview/backend/serve_page/favicon.svg" in names
     assert any(n.startswith("ctxview/backend/demo_project/") for n in names)
 
 

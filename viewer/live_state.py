@@ -18,4 +18,10 @@ def state_text(row: SessionRow) -> str:
 
 def header_text(row: SessionRow) -> str:
     """A transcript's title line: its title, id and state."""
-    return f"{row.title or row.id} · {row.id} · {state_text(row)}"
+    return "".join(header_parts(row))
+
+
+def header_parts(row: SessionRow) -> tuple[str, str]:
+    """The title line in its two parts: the title, which gives way when the line is short, and
+    the id and state, which always show."""
+    return row.title or row.id, f" · {row.id} · {state_text(row)}"

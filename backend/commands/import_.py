@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 
-from ..importers.detect import NotTranscript
+from ..importers.detect import NotTranscript, detect
 from ..importers.find import transcripts
 from ..importers.progress import ProgressBar
 from ..importers.runner import FileImporter, HookedElsewhere, Problem
@@ -50,34 +51,55 @@ async def _run(args: argparse.Namespace) -> int:
     refused: list[str] = []
     imported = unchanged = lines = neither = 0
     sessions: set[str] = set()
-    writer = await Writer.open(store_path(args))
+
+    def refuse(f: Path, exc: NotTranscript) -> None:
+        nonlocal neither
+        if f in explicit or isinstance(exc, HookedElsewhere):
+            refused.append(str(exc))  # a copy of a hooked session's: said too
+        else:
+            neither += 1  # a folder may hold other JSON lines: not an error
+
+    # The files of neither format are told apart first: when no file has anything to import,
+    # no store is made (`import /etc/passwd` left an empty store behind).
+    todo: list[Path] = []
+    for f in files:
+        try:
+            if detect(f) is None:
+                unchanged += 1  # empty so far: nothing to import yet
+                bar.file_done(sizes[f])
+                continue
+        except NotTranscript as exc:
+            refuse(f, exc)
+            bar.file_done(sizes[f])
+            continue
+        todo.append(f)
+    writer = await Writer.open(store_path(args)) if todo else None
     try:
-        async with writer.batch():
-            for f in files:
+        async with writer.batch() if writer is not None else contextlib.nullcontext():
+            for f in todo:
+                assert writer is not None
                 before = bar.done_bytes
                 try:
                     report = await FileImporter(writer, f).step(progress=bar)
                 except NotTranscript as exc:
-                    if f in explicit or isinstance(exc, HookedElsewhere):
-                        refused.append(str(exc))  # a copy of a hooked session's: said too
-                    else:
-                        neither += 1  # a folder may hold other JSON lines: not an error
+                    refuse(f, exc)
                     bar.file_done(sizes[f] - (bar.done_bytes - before))
                     continue
                 bar.file_done(max(0, sizes[f] - (bar.done_bytes - before)))
                 problems.extend(report.problems)
                 for kind, count in report.quiet.items():
                     quiet[kind] = quiet.get(kind, 0) + count
-                if report.session:
-                    sessions.add(report.session)
                 if report.lines:
                     imported += 1
                     lines += report.lines
+                    # Each session it filled, sub-agents' included ("1 session" was said for 6).
+                    sessions |= report.sessions or ({report.session} if report.session else set())
                 else:
                     unchanged += 1
     finally:
         bar.close()
-        await writer.close()
+        if writer is not None:
+            await writer.close()
     if sessions or not refused:
         print(f"Imported {_n(lines, 'new line')} from {_n(imported, 'file')} into "
               f"{_n(len(sessions), 'session')}; {_n(unchanged, 'file')} had nothing new"

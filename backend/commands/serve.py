@@ -108,6 +108,24 @@ def check(args: argparse.Namespace) -> None:
             ) from None
 
 
+def page_title(args: argparse.Namespace) -> str:
+    """The browser tab's title: the session's, when one is served, then ctxview."""
+    if args.demo:
+        return "ctxview demo"
+    if not args.session:
+        return "ctxview"
+    import asyncio
+
+    from ..store import Reader
+
+    async def title() -> str:
+        async with await Reader.open(store_path(args)) as reader:
+            row = await reader.resolve_session(args.session)
+            return f"{' '.join((row.title or row.id).split())} · ctxview"
+
+    return asyncio.run(title())
+
+
 def public_url(args: argparse.Namespace) -> str | None:
     if args.public_url:
         return str(args.public_url).rstrip("/")
@@ -139,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     url = public_url(args)
     guard = Guard.for_server(args.host, args.port, url, args.allow_host, token)
     command = ctxview_command(*served_command(args), own_temp=args.demo)
-    server = make_server_class()(command, host=args.host, port=args.port, title="ctxview",
-                                 public_url=url, guard=guard)  # fmt: skip
+    server = make_server_class()(command, host=args.host, port=args.port,
+                                 title=page_title(args), public_url=url, guard=guard)  # fmt: skip
     server.serve()
     return 0

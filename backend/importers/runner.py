@@ -62,6 +62,9 @@ class FileReport:
     replaced: bool = False  # the file was truncated or replaced since the last import
     waiting: bool = False  # an incomplete last line is left for later
     quiet: dict[str, int] = field(default_factory=dict)  # known kinds skipped -> how many
+    # Every session the file filled this time: its own and its inline sidechains' (sub-agents'
+    # child sessions), which the summary counted as none.
+    sessions: set[str] = field(default_factory=set)
 
 
 class HookedElsewhere(NotTranscript):
@@ -116,6 +119,7 @@ class Hub:
         self.format = fmt
         self.main = main
         self.replays: dict[str, Replay] = {main.id: main}
+        self.sessions: set[str] = {main.id}  # every session this hub made or went back to
         self._released: dict[str, dict[str, Any]] = {}
         self.last_ts = time.time()
 
@@ -126,6 +130,7 @@ class Hub:
                 await self.writer.update_session(sid, **self._released.pop(sid))
             found = await _resume(self.writer, sid, self.main.cwd)
             self.replays[sid] = found
+        self.sessions.add(sid)
         return found
 
     async def child(self, sid: str, *, title: str, parent_call: str | None, started: float,
@@ -141,6 +146,7 @@ class Hub:
             # A sidechain is named by its Task call's description, not by its prompt.
             data = {"titled": True} if parent_call else {}
             self.replays[sid] = Replay(session, self.main.cwd, data)
+            self.sessions.add(sid)
             return self.replays[sid]
         return await self.replay(sid)
 
@@ -303,6 +309,12 @@ class FileImporter:
         quiet = getattr(self.parser, "quiet", {})
         report.quiet = {k: n - quiet_before.get(k, 0) for k, n in quiet.items()
                         if n > quiet_before.get(k, 0)}  # fmt: skip
+        if report.session:
+            report.sessions.add(report.session)
+        # A session renamed on the way (named by the file until a record said whose it was)
+        # is counted once, by the name it has now.
+        report.sessions = {sid for sid in report.sessions
+                           if sid == report.session or await self.writer.session_info(sid)}  # fmt: skip
         return report
 
     async def _still_current(self) -> None:
@@ -354,6 +366,7 @@ class FileImporter:
             state["ids"] = self._ids
         self._written = await self.hub.save(state, live=live)
         self._saved_line = self.line
+        report.sessions |= self.hub.sessions
         return more
 
     async def _current(self) -> bool:

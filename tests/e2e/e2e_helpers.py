@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shlex
 import socket
+import subprocess
 import sys
+import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,6 +78,83 @@ asyncio.run(main())
         [sys.executable, "-c", code], check=True, timeout=60, capture_output=True, text=True
     )
     return float(done.stdout.split()[0])
+
+
+class Tmux:
+    """One tmux server of our own (its own socket), one session (120x40 unless told), more
+    windows on demand; the screen read with capture-pane."""
+
+    def __init__(self, tmp: Path, size: tuple[int, int] = (120, 40)) -> None:
+        self.socket = f"ctxview-e2e-{uuid.uuid4().hex[:8]}"
+        self.tmp = tmp
+        self.size = size
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
+                              text=True, check=check, timeout=30)  # fmt: skip
+
+    def start(self, command: list[str], env: dict[str, str] | None = None,
+              term: str | None = "xterm-256color") -> None:  # fmt: skip
+        """The session's first window runs `command` (in `env`, else ours), with TERM=`term`
+        (None: tmux's own, tmux-256color)."""
+        env = dict(env if env is not None else os.environ)
+        env.pop("TMUX", None)
+        # tmux's own client needs one (a run without a TERM); the pane gets `term`, or tmux's.
+        env["TERM"] = term or "xterm-256color"
+        subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "e2e",
+             "-x", str(self.size[0]), "-y", str(self.size[1]), self._line(command, env, term)],
+            check=True, env=env, timeout=30,
+        )  # fmt: skip
+
+    def window(self, name: str, command: list[str], env: dict[str, str] | None = None,
+               term: str | None = "xterm-256color") -> str:  # fmt: skip
+        """Another window of the session, at the same size, running `command`; its target."""
+        env = dict(env if env is not None else os.environ)
+        self.run("new-window", "-d", "-t", "e2e", "-n", name, self._line(command, env, term))
+        return f"e2e:{name}"
+
+    @staticmethod
+    def _line(command: list[str], env: dict[str, str], term: str | None) -> str:
+        # The environment on the command line: a tmux server started by another test keeps its
+        # own. Quoted: a bare #1a2b would start a comment.
+        keep = {k: v for k, v in env.items() if k in ("HOME", "CTXVIEW_STORE")
+                or k.startswith("XDG_")}  # fmt: skip
+        if term is not None:
+            keep["TERM"] = term
+        return shlex.join(["env", *(f"{k}={v}" for k, v in keep.items()), *command])
+
+    def screen(self, target: str = "e2e", *, styles: bool = False) -> str:
+        """The pane's text; with `styles`, its SGR codes too (capture-pane -e)."""
+        done = self.run("capture-pane", "-p", *(["-e"] if styles else []), "-t", target,
+                        check=False)  # fmt: skip
+        return done.stdout
+
+    def alive(self) -> bool:
+        return self.run("has-session", "-t", "e2e", check=False).returncode == 0
+
+    def keys(self, *keys: str, target: str = "e2e") -> None:
+        self.run("send-keys", "-t", target, *keys)
+
+    def wait(self, check: Callable[[str], bool], timeout: float, what: str,
+             target: str = "e2e") -> str:  # fmt: skip
+        end = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < end:
+            screen = self.screen(target)
+            if check(screen):
+                return screen
+            time.sleep(0.01)  # capture-pane itself takes a few ms
+        raise AssertionError(f"{what} not on screen after {timeout} s; the screen:\n{screen}")
+
+    def wait_gone(self, timeout: float, message: str) -> None:
+        end = time.monotonic() + timeout
+        while self.alive() and time.monotonic() < end:
+            time.sleep(0.1)
+        assert not self.alive(), message
+
+    def close(self) -> None:
+        self.run("kill-server", check=False)  # only our own server, on our own socket
 
 
 def free_port() -> int:

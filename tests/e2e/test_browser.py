@@ -38,7 +38,8 @@ def served(small_store: SmallStore) -> Iterator[tuple[Served, SmallStore]]:
 
 
 def local_only(page: sync_api.Page) -> None:
-    """The served page asks Google for a web font; the test stays on this machine."""
+    """Whatever a page asks of another host (the served page asks none: test_serve_page.py) is
+    refused: the test stays on this machine."""
     page.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
 
 

@@ -50,7 +50,7 @@ def test_80x24_list_and_transcript(small_store: SmallStore, tmp_path: Path) -> N
         assert footer(rows).rstrip().endswith("q Quit  ? Keys"), footer(rows)
         assert all(len(r) <= 80 for r in rows)
         subprocess.run([*tmux, "send-keys", "-t", name, "Enter"], check=True)
-        rows = wait(lambda r: "Jump to id" in footer(r), "the transcript")
+        rows = wait(lambda r: "g Jump" in footer(r), "the transcript")
         assert footer(rows).rstrip().endswith("q Quit  ? Keys"), footer(rows)
         subprocess.run([*tmux, "send-keys", "-t", name, "q"], check=True)
         wait(lambda r: subprocess.run([*tmux, "has-session", "-t", name],

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 import shutil
-import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from ctxview.backend.rules.ids import format_id
-from e2e_helpers import CTXVIEW, GREETING, SmallStore, insert_from_another_process
+from e2e_helpers import CTXVIEW, GREETING, SmallStore, Tmux, insert_from_another_process
 
 pytestmark = [
     pytest.mark.e2e,
@@ -24,57 +21,6 @@ pytestmark = [
 ]
 
 ID_ON_SCREEN = re.compile(r"#[0-9a-f]{4}\b")
-
-
-class Tmux:
-    """One tmux server of our own (its own socket), one session at 120x40."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.socket = f"ctxview-e2e-{uuid.uuid4().hex[:8]}"
-        self.tmp = tmp
-
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
-                              text=True, check=check, timeout=30)  # fmt: skip
-
-    def start(self, command: list[str]) -> None:
-        env = {**os.environ, "TERM": "xterm-256color"}
-        env.pop("TMUX", None)
-        shell_line = shlex.join(command)  # quoted: a bare #1a2b would start a comment
-        subprocess.run(
-            ["tmux", "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "e2e",
-             "-x", "120", "-y", "40", f"env TERM=xterm-256color {shell_line}"],
-            check=True, env=env, timeout=30,
-        )  # fmt: skip
-
-    def screen(self) -> str:
-        done = self.run("capture-pane", "-p", "-t", "e2e", check=False)
-        return done.stdout
-
-    def alive(self) -> bool:
-        return self.run("has-session", "-t", "e2e", check=False).returncode == 0
-
-    def keys(self, *keys: str) -> None:
-        self.run("send-keys", "-t", "e2e", *keys)
-
-    def wait(self, check: Callable[[str], bool], timeout: float, what: str) -> str:
-        end = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < end:
-            screen = self.screen()
-            if check(screen):
-                return screen
-            time.sleep(0.01)  # capture-pane itself takes a few ms
-        raise AssertionError(f"{what} not on screen after {timeout} s; the screen:\n{screen}")
-
-    def wait_gone(self, timeout: float, message: str) -> None:
-        end = time.monotonic() + timeout
-        while self.alive() and time.monotonic() < end:
-            time.sleep(0.1)
-        assert not self.alive(), message
-
-    def close(self) -> None:
-        self.run("kill-server", check=False)  # only our own server, on our own socket
 
 
 @pytest.fixture

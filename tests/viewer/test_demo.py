@@ -171,3 +171,23 @@ async def test_demo_plays_inside_the_app_and_a_quit_ends_it(tmp_path: Path) -> N
         main = next(s for s in sessions if s.id == run.session_id)
         assert 0 < main.results < 21
         assert not any(s.live for s in sessions)
+
+
+def test_the_first_demo_warns_of_no_folder_it_made(tmp_path: Path) -> None:
+    """Issue 16 §4.5: the first `ctxview demo` (no store yet) warned that ctxview's folder was
+    0755, a folder it had just made itself (with the umask's mode, then "tightened")."""
+    import os
+    import stat
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XDG_STATE_HOME", "CTXVIEW_STORE")} | {"HOME": str(home)}  # fmt: skip
+    done = subprocess.run([*CTXVIEW, "demo", "--no-view", "--pace", "0"], env=env, text=True,
+                          capture_output=True, timeout=120, umask=0o022)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    own = home / ".local" / "state" / "ctxview"
+    for folder in (home / ".local", home / ".local" / "state", own):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    assert stat.S_IMODE((own / "store.db").stat().st_mode) == 0o600

@@ -55,7 +55,7 @@ async def test_elided_results_say_the_request_they_left_and_link_to_the_stride(
     async with CtxviewApp(store, session=sid, watch=False).run_test(size=SIZE) as pilot:
         view = await ready(pilot)
         for rid, (request, _) in strides.items():
-            assert f"(elided since request {request})" in await _header(pilot, view, rid)
+            assert f"]  elided since request {request}" in await _header(pilot, view, rid)
         kept = max(view.outline.by_rid)  # inside the live window: never elided
         assert kept not in strides
         assert "elided since" not in await _header(pilot, view, kept)
@@ -76,7 +76,7 @@ async def test_elided_results_say_the_request_they_left_and_link_to_the_stride(
         view.move_to(block, top=True)
         await settle(pilot, view)
         lines = view.screen_text().split("\n")
-        y = next(i for i, line in enumerate(lines) if f"(elided since request {request})" in line)
+        y = next(i for i, line in enumerate(lines) if f"]  elided since request {request}" in line)
         x = lines[y].index("elided since") + 2
         await pilot.click("#transcript", offset=(x, y))
         await wait_for(
@@ -102,4 +102,4 @@ async def test_a_stride_written_live_marks_its_results(tmp_path: Path) -> None:
         for rid in new:
             request = after[rid][0]
             await wait_for(pilot, lambda r=rid: view.elided.get(r) == after[r])
-            assert f"(elided since request {request})" in await _header(pilot, view, rid)
+            assert f"]  elided since request {request}" in await _header(pilot, view, rid)

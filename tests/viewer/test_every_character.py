@@ -67,7 +67,7 @@ def test_a_results_text_is_all_on_screen(text: str, width: int) -> None:
     model = squeeze(screen_of(block, data, width, stored=False))
     assert model == head + squeeze("[#1000 bash]") + squeeze(text)
     stored = squeeze(screen_of(block, data, width, stored=True))
-    assert stored == head + squeeze("[#1000 bash]  (stored text)") + squeeze(text)
+    assert stored == head + squeeze("[#1000 bash]  stored text") + squeeze(text)
 
 
 @settings(max_examples=100, deadline=None, derandomize=True)

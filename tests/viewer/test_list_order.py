@@ -112,3 +112,32 @@ async def test_filter_by_a_word_of_the_title(tmp_path: Path) -> None:
         await pilot.press("escape")
         await _shown(pilot, screen, [t.biggest, t.saver, t.newest])
         assert "filter" not in screen.sub_title
+
+
+async def test_savings_of_sub_agents_count_for_their_parent(tmp_path: Path) -> None:
+    """Issue 16 §4.5: a parent whose sub-agent did the reading saved nothing itself; sorted by
+    savings it sank to the end with 0. Its tree's saving sorts it, and its row says it."""
+    store = tmp_path / "store.db"
+    t = await _three(store)
+    w = await Writer.open(store)
+    ws = "/srv/projects/shop"
+    parent = await Session.start(w, ws, title="Ask a sub-agent", started=1_764_000_300.0)
+    await parent.insert("bash", {"command": "echo go"}, "go")
+    child = await Session.start(w, ws, title="the sub-agent", started=1_764_000_301.0,
+                                parent_session=parent.id)  # fmt: skip
+    await child.insert("bash", {"command": "seq 0 9999"}, "\n".join(map(str, range(10000))))
+    await w.close()
+    async with await Reader.open(store) as reader:
+        rows = {r.id: r for r in await reader.sessions()}
+    assert rows[parent.id].chars_saved == 0 < rows[t.saver].chars_saved < rows[child.id].chars_saved
+    app = CtxviewApp(store, watch=False)
+    async with app.run_test(size=(120, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        await pilot.press("s", "s")
+        await _shown(pilot, screen, [parent.id, child.id, t.saver, t.newest, t.biggest])
+        table = screen.query_one(DataTable)
+        saved = [str(c.label) for c in table.columns.values()].index("Saved")
+        cells = [str(table.get_cell_at((i, saved))) for i in range(2)]
+        # The parent's row: its own saving (0) and its sub-agent's; the sub-agent's: its own.
+        assert cells[0] == cells[1] != "0", cells

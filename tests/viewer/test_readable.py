@@ -65,6 +65,50 @@ async def test_markdown_thinking_and_raw(readable: Readable) -> None:
         assert "###" not in view.block_text(message)
 
 
+SUMMARY = """This session is being continued from a previous conversation.
+
+Analysis:
+1. **Initial Request**: The user asked for the cart total to be fixed in `src/app.py`.
+2. **Fix**: `total()` now sums *every* item; the test passes.
+
+Summary: the cart total is fixed."""
+
+
+async def test_a_compaction_summary_is_markdown_as_messages_are(tmp_path: Path) -> None:
+    """Issue 16 §4.2: Claude Code's summary is the model's Markdown; drawn raw, its `**` and
+    backticks stood among rendered messages. `r` shows it raw, as it does a message."""
+    from ctxview.backend.session import Session
+    from ctxview.backend.store import Writer
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    writer = await Writer.open(tmp_path / "store.db")
+    s = await Session.start(writer, ws, title="summary", session_id="s-summary")
+    await s.message("user", "Fix the **cart** total.")
+    await s.compact(SUMMARY)
+    await writer.close()
+    app = CtxviewApp(tmp_path / "store.db", session="s-summary", watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        view = await at_top(pilot)
+        boundary = view.outline.boundaries[0]
+        view.move_to(boundary)
+        await pilot.press("enter")  # opens the folded summary
+        await settle(pilot, view)
+        text = view.block_text(boundary)
+        assert "1. Initial Request: The user asked for the cart total to be fixed in src/app.py" \
+            in text, text  # fmt: skip
+        assert "**" not in text and "`" not in text
+        assert "2. Fix: total() now sums every item; the test passes." in text
+        assert "Summary: the cart total is fixed." in text
+        await pilot.press("r")
+        await settle(pilot, view)
+        text = view.block_text(boundary)
+        assert "1. **Initial Request**: The user asked" in text and "`total()`" in text
+        await pilot.press("r")
+        await settle(pilot, view)
+        assert "**" not in view.block_text(boundary)
+
+
 async def test_tool_forms_image_and_no_empty_header(readable: Readable) -> None:
     async with app_for(readable).run_test(size=SIZE) as pilot:
         view = await ready(pilot)

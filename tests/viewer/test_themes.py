@@ -115,3 +115,26 @@ def test_unknown_theme_is_one_sentence_listing_them(store: Path) -> None:
         assert done.stderr.count("\n") == 1
         for name in themes.THEMES:
             assert name in done.stderr
+
+
+@pytest.mark.parametrize("name", sorted(themes.THEMES))
+def test_diff_tints_survive_256_colours(name: str) -> None:
+    """Issue 16 §4.3: in a 256-colour terminal a diff line's tint is a colour of the palette
+    that is neither the theme's background there nor grey (ctxview-dark's became black)."""
+    from ctxview.viewer.render.palette import palette_for
+    from rich.color import Color as RichColor
+    from rich.color import ColorSystem
+
+    theme = themes.THEMES[name].theme
+    pal = palette_for(theme, "256")
+    ground = RichColor.parse(str(theme.background)).downgrade(ColorSystem.EIGHT_BIT)
+    for style, channel in ((pal.add_bg, 1), (pal.remove_bg, 0)):
+        assert style.bgcolor is not None
+        tint = style.bgcolor.downgrade(ColorSystem.EIGHT_BIT)
+        assert tint.number != ground.number, (name, tint, ground)
+        rgb = tint.get_truecolor()
+        assert rgb[channel] == max(rgb) and len(set(rgb)) > 1, (name, rgb)  # green, red: no grey
+    # Truecolour keeps the theme's own shade.
+    assert palette_for(theme, "truecolor").add_bg.bgcolor == RichColor.parse(
+        theme.variables["ctx-diff-add-bg"]
+    )

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from .diff import diff_lines
 from .highlight import highlight_lines
-from .links import EpochOf, link_style, linkify
+from .links import EpochOf, annotate, link_style, linkify
 from .markdown import render_markdown
 from .outline import EDIT_KINDS, Block
 from .palette import Palette
@@ -38,7 +38,6 @@ AGENT_TOOLS = frozenset({"task", "agent"})  # calls that start a sub-agent
 AGENT_META = Style(meta={"act": "agent"})
 ELISION_META = Style(meta={"act": "elision"})
 STUB_META = Style(meta={"act": "stub"})
-NOTE = Style(italic=True)  # with the palette's dim: "(not in context since …)" marks
 NO_MARKUP = {"end": ""}
 
 
@@ -194,10 +193,26 @@ def _split(text: str, keep: int) -> tuple[list[str], int]:
     return [_clip(line) for line in parts], total
 
 
+class _Clipped(str):
+    """A line cut to MAX_LINE characters for drawing; `cut` says how many more it has (said
+    beside it, as an annotation: the text drawn is the line's own)."""
+
+    cut: int
+
+
 def _clip(line: str) -> str:
     if len(line) <= MAX_LINE:
         return line
-    return f"{line[:MAX_LINE]} … +{len(line) - MAX_LINE:,} characters"
+    out = _Clipped(line[:MAX_LINE])
+    out.cut = len(line) - MAX_LINE
+    return out
+
+
+def _noted_cut(text: Text, line: str, p: Palette) -> Text:
+    """`text` drawn from `line`, with the note of what was cut off it, if anything."""
+    if isinstance(line, _Clipped):
+        annotate(text, f"… +{line.cut:,} characters", p.dim)
+    return text
 
 
 def _limit(block: Block, limit: int) -> int:
@@ -258,7 +273,7 @@ def _message(block: Block, data: BlockData, ctx: RenderContext, width: int) -> l
         return [*out, Text(end="")]
     if ctx.raw or role not in ("user", "assistant"):
         raw, total = _split(text, _limit(block, FOLD_MESSAGE))
-        lines = [image_line(line, p) or plain(line) for line in raw]
+        lines = [_noted_cut(image_line(line, p) or plain(line), line, p) for line in raw]
     else:
         lines = [image_line(t.plain, p) or t for t in render_markdown(text, p, width)]
         total = len(lines)
@@ -370,17 +385,17 @@ def _tool(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list
     shown = data.shown or ""
     bracket, _, body = shown.partition("\n")
     head = linkify(plain(bracket, _bracket_style(block, p)), ctx.epoch_of, block.epoch, p)
+    # What the viewer says about the bracket goes after it, as annotations (links.py).
     if block.is_stub and block.points_to is not None:
-        head.append("  ↵ leads to " + format_id(block.points_to, ctx.digits), p.dim + STUB_META)
+        annotate(head, "↵ leads to " + format_id(block.points_to, ctx.digits), p.dim + STUB_META)
     stride = ctx.elided.get(block.rid) if block.rid is not None else None
     if stride is not None:
-        # Worded and styled like a link's "(not in context since boundary N)"; a click goes
-        # to the stride's row.
+        # Worded like a link's "not in context since boundary N"; a click goes to the stride.
         request, seq = stride
-        head.append(f" (elided since request {request})",
-                    p.dim + NOTE + Style(meta={"act": "stride", "seq": seq}))  # fmt: skip
+        annotate(head, f"elided since request {request}",
+                 p.dim + Style(meta={"act": "stride", "seq": seq}))  # fmt: skip
     if ctx.stored_mode:
-        head.append("  (stored text)", p.dim)
+        annotate(head, "stored text", p.dim)
     out.append(head)
     text = data.stored if ctx.stored_mode and data.stored is not None else body
     if ctx.stored_mode and block.is_stub and data.stored is not None:
@@ -418,7 +433,8 @@ def _body(block: Block, data: BlockData, lines: list[str], ctx: RenderContext) -
         if match and not ctx.stored_mode:
             out.extend(_elision(block, data, i, int(match.group(1)), ctx, lines[i]))
             continue
-        out.append(linkify(text, ctx.epoch_of, block.epoch, p))
+        line = lines[i] if i < len(lines) else ""
+        out.append(_noted_cut(linkify(text, ctx.epoch_of, block.epoch, p), line, p))
     return out
 
 
@@ -447,8 +463,7 @@ def _elision(block: Block, data: BlockData, index: int, n: int, ctx: RenderConte
     p = ctx.palette
     head = linkify(plain(line, p.elision + ELISION_META), ctx.epoch_of, block.epoch, p)
     if not block.elision_open:
-        head.append("  (click or e opens the middle here)", p.dim + ELISION_META)
-        return [head]
+        return [annotate(head, "click or e opens the middle here", p.dim + ELISION_META)]
     if data.stored is None:
         return [head, Text("  ┆ loading the stored text…", p.dim, end="")]
     stored = data.stored.split("\n")
@@ -478,8 +493,18 @@ def _boundary(block: Block, data: BlockData, ctx: RenderContext, width: int) -> 
     out = [row]
     ev = data.first
     summary = (ev.text or "") if ev else ""
-    raw, total = _split(summary, _limit(block, FOLD_SUMMARY))
-    lines = [linkify(plain(line, p.boundary_text), ctx.epoch_of, block.epoch, p) for line in raw]
+    if ctx.raw:
+        raw, total = _split(summary, _limit(block, FOLD_SUMMARY))
+        lines = [_noted_cut(plain(line, p.boundary_text), line, p) for line in raw]
+    else:
+        # Rendered as messages are (the summary is the model's Markdown), on the boundary's
+        # ground: `r` shows it raw, as it does messages.
+        lines = render_markdown(summary, p, width)
+        total = len(lines)
+        lines = lines[: _limit(block, FOLD_SUMMARY)]
+        for line in lines:
+            line.style = p.boundary_text
+    lines = [linkify(line, ctx.epoch_of, block.epoch, p) for line in lines]
     out.extend(_fold(lines, total, block, FOLD_SUMMARY, ctx))
     rows = (ev.extra.get("rows") if ev else None) or []
     if rows:

@@ -1,5 +1,11 @@
 """Ids in any text become links: a click (Style meta `rid`) opens the result. Untrusted text is
-never parsed as markup; it arrives here as a rich Text and only gains styles."""
+never parsed as markup; it arrives here as a rich Text and only gains styles.
+
+What the viewer says about a text (a link's result is no longer in context, a stub leads to its
+result, the elided middle opens here) is an annotation: put beside the text, after it on its
+line, dim and italic, and marked (Style meta `note`), never inside it; the text itself is
+exactly what the model got (issue 16 §1.11: "(not in context since boundary 1)" stood inside a
+recall's bracket). `model_text` takes a line's annotations off again."""
 
 from __future__ import annotations
 
@@ -15,8 +21,32 @@ from .palette import Palette
 EpochOf = Callable[[int], int | None]
 
 
+NOTE_META = Style(meta={"note": True})
+NOTE_GAP = "  "
+
+
 def link_style(rid: int, base: Style) -> Style:
     return base + Style(meta={"rid": rid})
+
+
+def annotate(line: Text, words: str, style: Style) -> Text:
+    """`line` with an annotation after it (a gap, then `words` in `style`, marked as a note)."""
+    line.append(NOTE_GAP + words, style + Style(italic=True) + NOTE_META)
+    return line
+
+
+def is_note(style: Style | str | None) -> bool:
+    return isinstance(style, Style) and bool(style.meta.get("note"))
+
+
+def model_text(line: Text) -> str:
+    """A drawn line's text without its annotations: the model's own text on it."""
+    plain = line.plain
+    keep = [True] * len(plain)
+    for span in line.spans:
+        if is_note(span.style):
+            keep[span.start : span.end] = [False] * (span.end - span.start)
+    return "".join(ch for ch, k in zip(plain, keep, strict=True) if k)
 
 
 def linkify(text: Text, epoch_of: EpochOf, epoch: int, palette: Palette) -> Text:
@@ -30,6 +60,7 @@ def linkify(text: Text, epoch_of: EpochOf, epoch: int, palette: Palette) -> Text
         return text
     out = Text(style=text.style, end="")
     pos = 0
+    stale: list[str] = []
     for match in matches:
         rid = int(match.group(1), 16)
         where = epoch_of(rid)
@@ -40,15 +71,14 @@ def linkify(text: Text, epoch_of: EpochOf, epoch: int, palette: Palette) -> Text
         piece = text[start:end]
         if where < epoch:
             piece.stylize(link_style(rid, palette.stale))
-            out.append_text(piece)
-            out.append(
-                f" (not in context since boundary {where + 1})", palette.dim + Style(italic=True)
-            )
+            stale.append(f"{match.group(0)} not in context since boundary {where + 1}")
         else:
             piece.stylize(link_style(rid, palette.link))
-            out.append_text(piece)
+        out.append_text(piece)
         pos = end
     if pos == 0:
         return text
     out.append_text(text[pos:])
+    if stale:
+        annotate(out, "◂ " + "; ".join(stale), palette.dim)
     return out

@@ -1,14 +1,17 @@
 """The context exactly as sent at one request (`x` on a transcript): every message in its
 serialised form (`role: text`, calls under their assistant message, elision stubs in place),
-replayed from the store. `[` and `]` step to the previous and next request."""
+replayed from the store; a call's arguments are shown one to a line, a string's own lines as
+lines (its JSON showed them as `\n`). `[` and `]` step to the previous and next request."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from ctxview.backend.config import Config, ConfigError
 from ctxview.backend.context import Msg, load_texts, render_context, replay
 from ctxview.backend.importers.api_requests import Request, render_request
+from ctxview.backend.rules.context import render, render_call
 from ctxview.backend.store.records import Event
 from rich.text import Text
 from textual.app import ComposeResult
@@ -45,7 +48,8 @@ class ContextScreen(Screen[None]):
         self.requests: list[int] = []  # the seq that starts each request
         self.events: list[Event] = []
         self.config = Config()
-        self.text = ""  # the context on screen, serialised
+        self.text = ""  # the context on screen
+        self.sent = ""  # a reconstructed context as serialised (what its sizes count)
         self.recorded: list[Request] = []
 
     def compose(self) -> ComposeResult:
@@ -127,12 +131,13 @@ class ContextScreen(Screen[None]):
         for m in msgs:  # a result whose body is missing still renders, saying so
             if m.text is None and m.stub is None:
                 m.text = f"[#{m.rid or 0:04x}: no stored text]"
-        self.text = render_context(msgs)
+        self.sent = render_context(msgs)
+        self.text = "\n".join(readable(m) for m in msgs)
         stubs = sum(m.stub is not None for m in msgs)
         elision = "on" if self.config["elide.enabled"] else "off"
         which = f"request {k} of {len(self.requests)}" if k else "the next request"
         title = (f"Reconstructed (the transcript records no requests): the context at {which} · {_n(len(msgs), 'message')} · "
-                 f"{_n(len(self.text), 'char')} · {_n(stubs, 'elision stub')} "
+                 f"{_n(len(self.sent), 'char')} · {_n(stubs, 'elision stub')} "
                  f"(elision {elision}) · {self.session_id}")  # fmt: skip
         self.query_one("#context-title", Static).update(Text(title))
         self.query_one(WrappedText).set_text(self.text)
@@ -146,6 +151,34 @@ class ContextScreen(Screen[None]):
 
     def screen_text(self) -> Any:
         return self.text
+
+
+def readable(m: Msg) -> str:
+    """A message of a reconstructed context as `render` serialises it, its calls readable."""
+    return render(m.role, m.sent_text() or "", [readable_call(c.tool, c.args) for c in m.calls])
+
+
+def readable_call(tool: str, args: str) -> str:
+    """`call TOOL`, then each argument on a line of its own (`  key: value`); a string of several
+    lines as its lines, indented under its key; other values as indented JSON. Arguments that
+    are not a JSON object stay as they are."""
+    try:
+        value = json.loads(args) if args else {}
+    except ValueError:
+        return render_call(tool, args)
+    if not isinstance(value, dict):
+        return render_call(tool, args)
+    lines = [f"call {tool}"]
+    for key, v in value.items():
+        if isinstance(v, str) and "\n" in v:
+            lines.append(f"  {key}:")
+            lines.extend("    " + line for line in v.split("\n"))
+            continue
+        text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, indent=2)
+        first, *rest = text.split("\n")
+        lines.append(f"  {key}: {first}")
+        lines.extend("  " + line for line in rest)
+    return "\n".join(lines)
 
 
 def _n(n: int, word: str) -> str:

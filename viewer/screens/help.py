@@ -47,6 +47,9 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
 ]  # fmt: skip
 
 
+# The screens a key of KEYS may be named with ("t (transcript)"), by their class.
+_SCOPES = {"TranscriptScreen": "transcript", "SessionsScreen": "session list"}
+
 # Moves every scrolling widget has; the fixed list already says "scroll".
 _GENERIC_PREFIXES = ("scroll_", "cursor_", "page_", "focus_")
 _GENERIC = {"cursor", "page", "up", "down", "left", "right", "first", "copy_text", "quit",
@@ -103,6 +106,10 @@ class HelpScreen(ModalScreen[None]):
             return []
         listed = {what for _, rows in KEYS for _, what in rows}
         named = {k.strip() for _, rows in KEYS for keys, _ in rows for k in keys.split("  ")}
+        # A key named with its screen ("t (transcript)") is named only on that screen (it means
+        # something else on another, which is listed there): t and r were listed twice.
+        scope = _SCOPES.get(type(below).__name__)
+        named |= {k.removesuffix(f" ({scope})") for k in named if scope}
         out: list[tuple[str, str]] = []
         for key, active in below.active_bindings.items():
             binding = active.binding

@@ -110,7 +110,7 @@ class ResultScreen(Screen[None]):
 
     @property
     def palette(self) -> Palette:
-        return palette_for(self.app.current_theme)
+        return palette_for(self.app.current_theme, self.app.console.color_system)
 
     def ref(self, rid: int, style: Style | None = None) -> Text:
         return Text(format_id(rid, self.digits), (style or self.palette.link) + click(rid))

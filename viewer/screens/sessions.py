@@ -91,26 +91,57 @@ def format_started(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
-def _sort_key(sort: str):  # type: ignore[no-untyped-def]
+def _sort_key(sort: str, totals: dict[str, tuple[int, int]]):  # type: ignore[no-untyped-def]
+    """A session tree's place: by the figures of the tree (a parent with its sub-agents: a
+    parent whose sub-agents did the reading saved 0 itself and sank to the end by savings)."""
     if sort == "size":
-        return lambda s: (-s.chars_stored, -s.started, s.id)
+        return lambda s: (-totals[s.id][1], -s.started, s.id)
     if sort == "savings":
-        return lambda s: (-s.chars_saved, -s.started, s.id)
+        return lambda s: (-totals[s.id][0], -s.started, s.id)
     return lambda s: (-s.started, s.id)
 
 
-def ordered(sessions: list[SessionRow], sort: str = "newest") -> list[tuple[SessionRow, int]]:
-    """Sessions by `sort` (newest, size: stored characters, savings: characters saved), each
-    sub-agent session right under its parent, with its depth."""
-    sessions = sorted(sessions, key=_sort_key(sort))
+def _children(sessions: list[SessionRow]) -> dict[str, list[SessionRow]]:
     ids = {s.id for s in sessions}
     children: dict[str, list[SessionRow]] = {}
-    roots: list[SessionRow] = []
     for s in sessions:
         if s.parent_session and s.parent_session in ids and s.parent_session != s.id:
             children.setdefault(s.parent_session, []).append(s)
-        else:
-            roots.append(s)
+    return children
+
+
+def tree_totals(sessions: list[SessionRow]) -> dict[str, tuple[int, int]]:
+    """Per session, (characters saved, characters stored) of it and every sub-agent below it."""
+    children = _children(sessions)
+    out: dict[str, tuple[int, int]] = {}
+
+    def total(s: SessionRow, path: frozenset[str]) -> tuple[int, int]:
+        if s.id in out:
+            return out[s.id]
+        saved, stored = s.chars_saved, s.chars_stored
+        for child in children.get(s.id, []):
+            if child.id not in path:  # a cycle in bad data must not recurse forever
+                cs, cst = total(child, path | {child.id})
+                saved, stored = saved + cs, stored + cst
+        out[s.id] = (saved, stored)
+        return out[s.id]
+
+    for s in sessions:
+        total(s, frozenset({s.id}))
+    return out
+
+
+def ordered(sessions: list[SessionRow], sort: str = "newest",
+            totals: dict[str, tuple[int, int]] | None = None) -> list[tuple[SessionRow, int]]:  # fmt: skip
+    """Sessions by `sort` (newest, size: stored characters, savings: characters saved, each of
+    a session with its sub-agents), each sub-agent session right under its parent, with its
+    depth."""
+    totals = totals if totals is not None else tree_totals(sessions)
+    sessions = sorted(sessions, key=_sort_key(sort, totals))
+    children = _children(sessions)
+    ids = {s.id for s in sessions}
+    roots = [s for s in sessions
+             if not (s.parent_session and s.parent_session in ids and s.parent_session != s.id)]  # fmt: skip
     out: list[tuple[SessionRow, int]] = []
     seen: set[str] = set()
 
@@ -150,7 +181,8 @@ class RowView:
     depth: int
 
 
-def row_view(s: SessionRow, depth: int) -> RowView:
+def row_view(s: SessionRow, depth: int, saved: int | None = None) -> RowView:
+    """`saved`: what the session saved with its sub-agents (default: its own)."""
     title = " ".join((s.title or s.id[:12]).split())
     if depth:
         title = "  " * (depth - 1) + "└ " + title
@@ -161,7 +193,7 @@ def row_view(s: SessionRow, depth: int) -> RowView:
         format_started(s.started),
         str(s.results),
         "live" if s.live else "ended",
-        human_count(s.chars_saved),
+        human_count(s.chars_saved if saved is None else saved),
         # A session pulled from a team store (ctxview pull) names the machine it came from.
         f"{s.source}@{m}" if (m := s.extra.get("machine")) else s.source,
         short_path(s.workspace, 200),
@@ -405,10 +437,15 @@ class SessionsScreen(Screen[None]):
 
     def rows_for(self, sessions: list[SessionRow]) -> list[RowView]:
         """The rows shown: filtered, sorted, grouped by workspace when asked."""
-        picked = [(s, d) for s, d in ordered(sessions, self.sort)
+        totals = tree_totals(sessions)
+        picked = [(s, d) for s, d in ordered(sessions, self.sort, totals)
                   if not self.filter_words or matches(s, self.filter_words)]  # fmt: skip
+
+        def row(s: SessionRow, d: int) -> RowView:
+            return row_view(s, d, totals[s.id][0])  # a parent's saving includes its sub-agents'
+
         if not self.grouped:
-            return [row_view(s, d) for s, d in picked]
+            return [row(s, d) for s, d in picked]
         groups: dict[str, list[tuple[SessionRow, int]]] = {}
         current = ""
         for s, d in picked:  # a sub-agent stays with its parent's group (it follows it)
@@ -417,7 +454,7 @@ class SessionsScreen(Screen[None]):
         out: list[RowView] = []
         for ws, members in groups.items():
             out.append(group_view(ws, sum(d == 0 for _, d in members)))
-            out.extend(row_view(s, d) for s, d in members)
+            out.extend(row(s, d) for s, d in members)
         return out
 
     def _layout_rows(self, *, force: bool = True) -> None:

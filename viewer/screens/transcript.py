@@ -17,10 +17,11 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ..live_state import header_text
+from ..live_state import header_parts
 from ..messages import OpenSession, StoreChanged
 from ..widgets.footer import KeysFooter as Footer
 from ..widgets.prompt import PromptBar
+from ..widgets.title_line import TitleLine
 from ..widgets.transcript_view import TranscriptView
 
 
@@ -30,7 +31,7 @@ class TranscriptScreen(Screen[None]):
     SEARCH_LIMIT = 1000  # hits a search takes; past it the count says "1,000+"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("g", "jump_prompt", "Jump to id"),
+        Binding("g", "jump_prompt", "Jump"),
         Binding("number_sign", "jump_prompt", "Jump", show=False),
         Binding("slash", "search_prompt", "Search"),
         Binding("n", "next_hit(1)", "Next hit"),
@@ -51,6 +52,13 @@ class TranscriptScreen(Screen[None]):
             "x", "context_sent", "the context exactly as sent at the cursor's request", show=False
         ),
     ]
+
+    # The footer's keys, most wanted first: at 80 columns the first four show beside the
+    # palette, quit and keys (widgets/footer.py).
+    FOOTER_ORDER: ClassVar[tuple[str, ...]] = (
+        "jump_prompt", "search_prompt", "next_hit(1)", "boundary(1)", "toggle_mode",
+        "history(-1)", "primary", "tail",
+    )  # fmt: skip
 
     def __init__(self, session_id: str | None, jump: str | int | None = None,
                  search: tuple[str, int] | None = None) -> None:  # fmt: skip
@@ -77,7 +85,7 @@ class TranscriptScreen(Screen[None]):
         self._binding_state: tuple[bool, ...] = ()
 
     def compose(self) -> ComposeResult:
-        yield Static(id="transcript-title", classes="title-line")
+        yield TitleLine(id="transcript-title", classes="title-line")
         yield Static(id="new-rows")
         yield Static(id="status", classes="status-line")
         yield PromptBar()
@@ -88,7 +96,7 @@ class TranscriptScreen(Screen[None]):
         try:
             row = await reader.resolve_session(self.session_id or None)
         except StoreError as exc:  # no such session, or none yet: say so, do not crash
-            self.query_one("#transcript-title", Static).update(Text(str(exc)))
+            self.query_one("#transcript-title", TitleLine).show(str(exc))
             return
         self.session_id = row.id
         self.digits = int(row.overrides.get("ids.digits", 4))
@@ -149,7 +157,7 @@ class TranscriptScreen(Screen[None]):
         view = getattr(self, "view", None)
         if view is not None:
             # A worker, not an await here: the screen's queue (its frames too) stays free.
-            self.run_worker(view.fetch_new(), group="fetch")
+            self.run_worker(view.fetch_new, group="fetch")  # a coroutine only once it runs
             if not self._title_due:
                 # The title at most 4 times a second, not per commit: its query would queue
                 # on the read connection beside the rows' own.
@@ -164,10 +172,10 @@ class TranscriptScreen(Screen[None]):
 
     def _show_title(self, row: SessionRow) -> None:
         self._title_row = row
-        text = header_text(row)
-        if text != self.title_text:
-            self.title_text = text
-            self.query_one("#transcript-title", Static).update(Text(text))
+        title, tail = header_parts(row)
+        if title + tail != self.title_text:
+            self.title_text = title + tail
+            self.query_one("#transcript-title", TitleLine).show(title, tail)
 
     async def _reload_title(self) -> None:
         row = getattr(self, "_title_row", None)
@@ -193,6 +201,10 @@ class TranscriptScreen(Screen[None]):
     @on(events.Click, "#new-rows")
     def _new_rows_clicked(self) -> None:
         self.view.action_tail()
+
+    @on(TranscriptView.ModeChanged)
+    def _mode_changed(self) -> None:
+        self.update_status()
 
     @on(TranscriptView.Landed)
     def _landed(self) -> None:
@@ -221,6 +233,8 @@ class TranscriptScreen(Screen[None]):
         if not view.fully_loaded:
             parts.append("loading earlier rows…")
         parts.append("stored text" if view.stored_mode else "the model's view")
+        if view.raw:
+            parts.append("messages raw")
         if view.outline.boundaries:
             n = len(view.outline.boundaries)
             parts.append(f"{n} compaction{'s' if n != 1 else ''}")

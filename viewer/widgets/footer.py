@@ -1,6 +1,8 @@
-"""The footer of every screen: `q Quit` and `? Keys` pinned at the right, the screen's own keys
-from the left, and a key that does not fit whole is left out (never cut in half), so an 80-column
-terminal (or a browser at 800×600) still shows how to quit and where the other keys are.
+"""The footer of every screen: `q Quit` and `? Keys` pinned at the right (the command palette's
+key before them), the screen's own keys from the left in the order the screen gives
+(`FOOTER_ORDER`: the keys that matter there first), and a key that does not fit whole is left out
+(never cut in half), so an 80-column terminal (or a browser at 800×600) still shows how to quit,
+the palette, and the screen's main keys.
 
 When the keys that apply change (a jump makes `back` apply), Textual's Footer composes itself
 anew: every key is unmounted and mounted again and restyled, 200-300 ms of a jump that otherwise
@@ -20,7 +22,7 @@ from textual.widgets._footer import FooterKey, KeyGroup
 # Actions whose key stays on screen whatever the width, in this order.
 PINNED = ("quit", "keys")
 # Below this width the command palette's key gives its room to the screen's keys (? names it).
-PALETTE_MIN_WIDTH = 110
+PALETTE_MIN_WIDTH = 60
 
 
 def _action(name: str) -> str:
@@ -70,6 +72,13 @@ class KeysFooter(Footer):
         for k in palette:
             k.remove_class("-command-palette")  # it joins the pinned group instead of docking
         rest: list[Widget] = [w for w in items if w not in pinned and w not in palette]
+        # The screen's keys in its own order of importance (Textual's: the focused widget's
+        # first, so the transcript's `end` and `enter` took the room of `]` and the rest).
+        order: tuple[str, ...] = getattr(self.screen, "FOOTER_ORDER", ())
+        if order:
+            rank = {a: i for i, a in enumerate(order)}
+            rest.sort(key=lambda w: rank.get(_action(w.action), len(order))
+                      if isinstance(w, FooterKey) else len(order))  # fmt: skip
         return rest, [*palette, *pinned]
 
     def bindings_changed(self, screen: Screen) -> None:

@@ -60,7 +60,7 @@ class ResultView(ScrollView, can_focus=True):
 
     @property
     def palette(self) -> Palette:
-        return palette_for(self.app.current_theme)
+        return palette_for(self.app.current_theme, self.app.console.color_system)
 
     def _line_text(self, index: int) -> Text:
         if self.path is None and not self.diff:

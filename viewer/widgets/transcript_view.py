@@ -38,7 +38,7 @@ from ..render.blocks import (
     render_block,
 )
 from ..render.heights import Heights
-from ..render.outline import KIND, RID, SEQ, TOOL, Block, Outline
+from ..render.outline import KIND, RID, ROLE, SEQ, TEXT_LINES, TOOL, Block, Outline
 from ..render.palette import Palette, palette_for
 from ..render.wrap import wrap_strips
 
@@ -84,6 +84,9 @@ class TranscriptView(ScrollView, can_focus=True):
         def __init__(self, rid: int) -> None:
             super().__init__()
             self.rid = rid
+
+    class ModeChanged(Message):
+        """How the view draws changed (raw text or Markdown): the status line says which."""
 
     class Loaded(Message):
         """The whole outline is loaded (older rows come in after the first screen)."""
@@ -170,7 +173,7 @@ class TranscriptView(ScrollView, can_focus=True):
         # time, the theme's name is a plain attribute.
         name = self.app.theme
         if self._palette is None or self._palette_theme != name:
-            self._palette = palette_for(self.app.current_theme)
+            self._palette = palette_for(self.app.current_theme, self.app.console.color_system)
             self._palette_theme = name
         return self._palette
 
@@ -293,8 +296,13 @@ class TranscriptView(ScrollView, can_focus=True):
             if rows:
                 self._append(rows, live=False)
             self.at_tail = not rows or rows[-1][SEQ] >= end
-        if gen == self._generation and self.outline.last_seq < await reader.last_seq(sid):
-            self.run_worker(self.fetch_new(), group="fetch")  # rows that came meanwhile
+        if gen == self._generation and (
+            self._dirty
+            or self._revisable() is not None
+            or self.outline.last_seq < await reader.last_seq(sid)
+        ):
+            # Rows that came meanwhile, or the last one replaced (which adds no row).
+            self.run_worker(self.fetch_new, group="fetch")  # made when it starts
         while self.outline.first_seq is not None and self.outline.first_seq > 1:
             await self._screen_first(0.5)
             if gen != self._generation:
@@ -475,8 +483,9 @@ class TranscriptView(ScrollView, can_focus=True):
             self.scroll_to(y=y, animate=False, immediate=True, force=True)
 
     async def fetch_new(self) -> None:
-        """Rows past the last one this view has (on StoreChanged). Calls coalesce: while a fetch
-        runs, another is only marked, and the fetch repeats once."""
+        """Rows past the last one this view has (on StoreChanged), and that one again when it
+        may have changed (see `_revisable`). Calls coalesce: while a fetch runs, another is
+        only marked, and the fetch repeats once."""
         if self._fetching or not self.at_tail:
             # Not at the tail yet (after a far jump): the loader reads up to it, then fetches.
             self._dirty = True
@@ -486,9 +495,12 @@ class TranscriptView(ScrollView, can_focus=True):
             while True:
                 self._dirty = False
                 gen = self._generation
-                rows = await self._fetch_tail()
+                revisable = self._revisable()
+                rows, again = await self._fetch_tail(revisable)
                 if gen != self._generation or not self.at_tail:
                     break  # another window was loaded meanwhile: these rows are not its
+                if revisable is not None and revisable is self._revisable():
+                    rows = self._revise(revisable, rows, again)
                 if rows:
                     if self.following and len(rows) <= LIVE_PREFETCH:
                         await self._prefetch(rows)  # what the guess below missed, if anything
@@ -500,26 +512,78 @@ class TranscriptView(ScrollView, can_focus=True):
         finally:
             self._fetching = False
 
-    async def _fetch_tail(self) -> list[tuple[Any, ...]]:
-        """The rows past the last one, and, in the same wave of queries (one wake-up of the
-        read connection's thread, not three in a row), what drawing them at the tail most likely
-        needs: the events past the last one and the shown bodies of the next result ids."""
+    def _revisable(self) -> Block | None:
+        """The loaded row that may still change: the session's last event when it is a message.
+        An importer stores the message it is gathering when it reaches the end of what is
+        written (Claude Code writes a message one record per content block: its thinking, then
+        its text) and, when the file grows, replaces it by the whole message at the same seq,
+        before anything follows it. So only the last row can change, and only while it is a
+        message; reading past it alone missed the text (issue 16 §4.1)."""
+        block = self.blocks[-1] if self.blocks else None
+        if block is not None and block.kind == "message" and block.seq == self.outline.last_seq:
+            return block
+        return None
+
+    async def _fetch_tail(self, revisable: Block | None) -> tuple[list[tuple[Any, ...]], Any]:
+        """The rows past the last one (from the `revisable` one's, when there is one: its row
+        and its event again), and, in the same wave of queries (one wake-up of the read
+        connection's thread, not three in a row), what drawing them at the tail most likely
+        needs: the events past the last one and the shown bodies of the next result ids. The
+        rows are asked for first, so the events read are never older than the rows."""
         sid = self.session_id
         last = self.outline.last_seq
+        after = revisable.seq - 1 if revisable is not None else last
         if not self.following:
-            return await self.reader.outline(sid, after=last)  # drawn when scrolled to
+            if revisable is None:
+                return await self.reader.outline(sid, after=after), None
+            rows, again = await asyncio.gather(
+                self.reader.outline(sid, after=after),
+                self.reader.events_range(sid, revisable.seq, revisable.seq),
+            )
+            return rows, again[0] if again else None
         rid = self._last_rid()
         guess = [rid + 1 + i for i in range(8)] if rid is not None else []
         rows, events, shown = await asyncio.gather(
-            self.reader.outline(sid, after=last),
-            self.reader.events(sid, after=last, limit=LIVE_PREFETCH),
+            self.reader.outline(sid, after=after),
+            self.reader.events(sid, after=after, limit=LIVE_PREFETCH),
             self.reader.shown(sid, guess),
         )
+        again = None
         for ev in events:
-            self._events[ev.seq] = ev
+            if revisable is not None and ev.seq == revisable.seq:
+                again = ev
+            else:
+                self._events[ev.seq] = ev
         for n, text in shown.items():
             self._shown[n] = text
-        return rows
+        return rows, again
+
+    def _revise(
+        self, block: Block, rows: list[tuple[Any, ...]], event: Any
+    ) -> list[tuple[Any, ...]]:
+        """Take the `block`'s row (the first of `rows`, read again) and its event: when either
+        changed, the block is drawn anew. Returns the rows past it."""
+        if not rows or rows[0][SEQ] != block.seq or rows[0][KIND] != "message":
+            # Gone (never so today: a replacement comes in the same commit), or not a message
+            # any more: the next row past it is new, drawn by the caller; the block stays.
+            return [r for r in rows if r[SEQ] > block.seq]
+        row, rest = rows[0], rows[1:]
+        before = self._events.get(block.seq)
+        # Textual's LRUCache never overwrites a key it holds: the old event goes first.
+        self._events.discard(block.seq)
+        if event is not None:
+            self._events[block.seq] = event
+        lines = row[TEXT_LINES] or 1
+        if before is not None and before == event and lines == block.text_lines:
+            return rest
+        block.role, block.text_lines = row[ROLE], lines
+        block.touch()
+        self.heights.set(block.index, estimate(block, self.stored_mode))
+        self._update_virtual_size()
+        if self.following:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        self.refresh()
+        return rest
 
     def _last_rid(self) -> int | None:
         """The newest result id loaded (ids grow with the session)."""
@@ -896,7 +960,8 @@ class TranscriptView(ScrollView, can_focus=True):
             # Markdown can draw more lines than the text has (a table's rules): fold early.
             return block.text_lines > FOLD_MESSAGE // 2
         if block.kind == "boundary":
-            return block.text_lines > FOLD_SUMMARY + 1
+            # Markdown can draw more lines than the text has (a list's wrapped items): early.
+            return block.text_lines > (FOLD_SUMMARY + 1 if self.raw else 1)
         return False
 
     def relayout(self, block: Block) -> None:
@@ -937,6 +1002,7 @@ class TranscriptView(ScrollView, can_focus=True):
         """Messages as their raw text, or as rendered Markdown."""
         self.raw = not self.raw
         self._relayout_all()
+        self.post_message(self.ModeChanged())
 
     def action_fold(self) -> None:
         if self.cursor_block is not None:

@@ -1,6 +1,7 @@
 """A long plain text folded to the view's width, never cut (the `x` screen's context as sent):
 a Line-API view, so a context of 100,000 lines scrolls as fast as 100. Every character is on
-screen once, in order: a line is folded by cells, a wide character never split."""
+screen once, in order: a line is wrapped after a space where one fits (a row keeps its trailing
+space), folded by cells inside a word longer than the row, a wide character never split."""
 
 from __future__ import annotations
 
@@ -29,17 +30,29 @@ def clean_line(line: str) -> str:
 
 
 def fold_starts(line: str, width: int) -> list[int]:
-    """Where each row of `line` starts when folded to `width` cells (ASCII: by arithmetic)."""
+    """Where each row of `line` starts when wrapped to `width` cells: after the last space that
+    fits, or at the width inside a longer word (it was always at the width: words cut in two)."""
     width = max(width, 2)
     if line.isascii():
-        return list(range(0, max(len(line), 1), width))
-    starts, used = [0], 0
-    for i, ch in enumerate(line):
-        w = cell_len(ch)
+        starts, s, n = [0], 0, len(line)
+        while n - s > width:
+            space = line.rfind(" ", s, s + width)
+            s = space + 1 if space > s else s + width
+            starts.append(s)
+        return starts
+    starts, used, start, after_space = [0], 0, 0, -1
+    cells = [cell_len(ch) for ch in line]
+    for i, w in enumerate(cells):
         if used + w > width and used:
-            starts.append(i)
-            used = 0
+            carried = sum(cells[after_space:i]) if after_space > start else width
+            if carried + w <= width:  # the row ends after its last space; the word moves down
+                start, used = after_space, carried
+            else:  # a word longer than a row: folded here
+                start, used = i, 0
+            starts.append(start)
         used += w
+        if line[i] == " ":
+            after_space = i + 1
     return starts
 
 
@@ -76,8 +89,8 @@ class WrappedText(ScrollView, can_focus=True):
         self._starts.clear()
         total, ends = 0, []
         for i, line in enumerate(self.lines):
-            if line.isascii():
-                total += max(1, -(-len(line) // width))
+            if len(line) <= width and (line.isascii() or cell_len(line) <= width):
+                total += 1  # most lines: one row, nothing to keep
             else:
                 starts = self._starts[i] = fold_starts(line, width)
                 total += len(starts)
@@ -96,11 +109,11 @@ class WrappedText(ScrollView, can_focus=True):
         i = bisect.bisect_right(self._ends, y)
         first = self._ends[i - 1] if i else 0
         line, k = self.lines[i], y - first
-        if i in self._starts:
-            starts = self._starts[i]
-            end = starts[k + 1] if k + 1 < len(starts) else len(line)
-            return line[starts[k] : end]
-        return line[k * self._width : (k + 1) * self._width]
+        starts = self._starts.get(i)
+        if starts is None:
+            return line
+        end = starts[k + 1] if k + 1 < len(starts) else len(line)
+        return line[starts[k] : end]
 
     def render_line(self, y: int) -> Strip:
         self._layout()
