@@ -46,6 +46,7 @@ from ..importers.runner import FileImporter
 from ..result import Result
 from ..rules.compaction import files_read_table
 from ..session import Session
+from ..store import tree
 from ..store.records import EVENT_COLUMNS, Event
 from ..store.writer import Writer
 from ..tools import ToolError
@@ -99,6 +100,13 @@ def session_id_of(payload: dict[str, Any]) -> str:
     return f"cc-{agent}" if isinstance(agent, str) and agent else f"cc-{sid}"
 
 
+def tree_root(payload: dict[str, Any]) -> str:
+    """The store session at the top of the hook's session tree: a sub-agent's hook input names
+    its root session as `session_id` (and itself as `agent_id`)."""
+    session_id_of(payload)
+    return f"cc-{payload['session_id']}"
+
+
 def _resolved(path: Any) -> str | None:
     return str(Path(path).expanduser().resolve()) if isinstance(path, str) and path else None
 
@@ -134,8 +142,11 @@ class HookEngine:
             if not isinstance(name, str) or name.startswith(OWN_TOOLS):
                 return None
         sid = session_id_of(payload)
-        # One step at a time per session: in this process (asyncio), then across processes.
-        async with self._locks.setdefault(sid, asyncio.Lock()), live.session_lock(self.store, sid):
+        # One step at a time per session tree (the session and its sub-agents share one id
+        # space): in this process (asyncio), then across processes (the MCP server's recall).
+        root = tree_root(payload)
+        async with self._locks.setdefault(root, asyncio.Lock()), live.session_lock(self.store,
+                                                                                    root):
             served = await self._serve(sid, payload)
             try:
                 await self._transcript(served, payload, growing=event != "SessionEnd")
@@ -144,6 +155,8 @@ class HookEngine:
                 # A step that did not commit may have taken an id or filled the dedupe
                 # table in memory: the next step starts again from the store.
                 self.served.pop(sid, None)
+                with contextlib.suppress(sqlite3.Error):
+                    served.session.ids.rewind(self._next_rid(sid))
                 raise
             served.last_seq = self._last_seq(sid)
             return out
@@ -196,6 +209,8 @@ class HookEngine:
         last = self._last_seq(sid)
         if last != served.last_seq:  # another writer (recall over MCP, an import) wrote
             self._catch_up(served, last)
+        else:  # another session of the tree may have taken ids (a sub-agent, a recall)
+            served.session.advance_ids(self._next_rid(sid))
         if served.summary_due is not None:
             self._fill_summary(served)
         return served
@@ -287,15 +302,12 @@ class HookEngine:
             for f in sub_agents(main):
                 agent = f.stem.removeprefix("agent-")
                 sid = f"cc-{agent}"
-                # The sub-agent's own hooks write that session too: one step at a time, and
-                # the session made here is a hooked one, so its hooked results are skipped.
-                async with (
-                    self._locks.setdefault(sid, asyncio.Lock()),
-                    live.session_lock(self.store, sid),
-                ):
-                    if await self.writer.session_info(sid) is None:
-                        await self._start(sid, {**payload, "agent_id": agent})
-                    await self._import(served, f, sid, growing)
+                # The sub-agent's own hooks write that session too, under the tree's lock that
+                # this step holds; the session made here is a hooked one, so its hooked results
+                # are skipped.
+                if await self.writer.session_info(sid) is None:
+                    await self._start(sid, {**payload, "agent_id": agent})
+                await self._import(served, f, sid, growing)
             served.session.advance_ids(self._next_rid(served.session.id))
         except Exception as exc:  # the transcript is a bonus; the hook goes on
             from . import failures
@@ -316,9 +328,9 @@ class HookEngine:
             await importer.step(live=growing)
 
     def _next_rid(self, sid: str) -> int:
+        """The next id of `sid`'s tree as stored (`store.tree`)."""
         assert self._read is not None
-        row = self._read.execute("SELECT next_rid FROM sessions WHERE id = ?", (sid,)).fetchone()
-        return int(row[0]) if row else 0
+        return tree.next_rid(self._read, tree.root_of(self._read, sid))
 
     # Tools
 

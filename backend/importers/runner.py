@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..agents.live import next_rid
 from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
@@ -296,14 +297,26 @@ class FileImporter:
                 # Another import of this file committed first: carry on from where it stopped
                 # (what this one read past its own last commit is that one's to report).
                 report.problems = [p for p in report.problems if p.line <= self._saved_line]
+                await self._rewind_ids()
                 self._forget()
             except BaseException:
+                await self._rewind_ids()
                 self._forget()  # what was read since the last commit is not in the store
                 raise
         quiet = getattr(self.parser, "quiet", {})
         report.quiet = {k: n - quiet_before.get(k, 0) for k, n in quiet.items()
                         if n > quiet_before.get(k, 0)}  # fmt: skip
         return report
+
+    async def _rewind_ids(self) -> None:
+        """The ids the rolled-back rows took go back to their tree's counter (shared with other
+        Sessions of the tree on this writer, `Writer.id_space`): the rerun gives them again,
+        as one clean import does. Best effort: a store that fails now is failing anyway."""
+        if self.hub is None:
+            return
+        with contextlib.suppress(Exception):
+            for replay in list(self.hub.replays.values()):
+                replay.session.ids.rewind(await next_rid(self.writer, replay.id))
 
     async def _still_current(self) -> None:
         """Run as the write lock is taken: what this chunk read from the store must not have

@@ -3,7 +3,7 @@
 Claude Code POSTs `/v1/messages?beta=true` with `stream: true`; each answer is SSE
 (message_start, content blocks, message_delta, message_stop). The script is a list of steps, one
 per main request (a request that offers tools): a step is a tool call `{"tool": name, "input":
-{...}}` or a final `{"text": ...}`. Side requests (titles, no tools) get a short text, and a
+{...}}` or a final `{"text": ...}`, or a function of the request's body returning one. Side requests (titles, no tools) get a short text, and a
 compaction's summary request gets an `<analysis>`/`<summary>` answer. Every request body is kept
 in `requests`, so a test reads exactly what the model was sent.
 """
@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+# A step of a script: a tool call or a text, or what to answer decided from the request's body.
+Step = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 
 SUMMARY = "The user asked for a scripted session; files were read, edited and searched."
 
@@ -49,9 +53,9 @@ def is_summary_request(body: dict[str, Any]) -> bool:
 class FakeAnthropic:
     """`with FakeAnthropic(steps) as api:` ... `api.url`, `api.requests`, `api.main_requests`."""
 
-    def __init__(self, steps: list[dict[str, Any]] | None = None,
+    def __init__(self, steps: list[Step] | None = None,
                  gate: threading.Semaphore | None = None,
-                 threads: dict[str, list[dict[str, Any]]] | None = None,
+                 threads: dict[str, list[Step]] | None = None,
                  prefix: str = "") -> None:  # fmt: skip
         """`gate`: each main request waits for a release first (a test paces the session).
         `threads`: scripts of their own for conversations whose first user message holds the
@@ -102,6 +106,8 @@ class FakeAnthropic:
                 if key in first:
                     script = steps
             step = script.pop(0) if script else {"text": "Done."}
+        if callable(step):  # a step decided by what the model was sent (an id it was given)
+            step = step(body)
         if "tool" in step:
             self._n += 1
             return [{"type": "tool_use", "id": f"toolu_{self.prefix}{self._n:04d}_{step['tool']}",
