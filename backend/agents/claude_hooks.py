@@ -43,6 +43,7 @@ from ..importers.codex import _search_tool
 from ..importers.detect import CLAUDE
 from ..importers.follow import sub_agents
 from ..importers.runner import FileImporter
+from ..regular_file import is_regular, open_regular, read_regular
 from ..result import Result
 from ..rules.compaction import files_read_table
 from ..session import Session
@@ -70,6 +71,14 @@ _SHOWS_AT_MOST = {"Grep": 20_000}
 _SHOWS_AT_MOST_ELSE = 50_000
 # A hook's writes give up well inside Claude Code's 2 s budget rather than wait on a lock.
 BUSY_MS = 900
+# The most of a file a hook reads (an edited file, a read file's hash): past it, the file is
+# not read (the model still gets its id; an edit's diff comes from Claude Code's own strings).
+MAX_FILE_BYTES = 64 << 20
+# The most of a transcript past PreCompact looked at for the compaction's summary.
+MAX_SUMMARY_BYTES = 64 << 20
+# The transcript's import commits this often: another session's hook waits at most about
+# this long for the store behind it (a huge transcript seen for the first time).
+IMPORT_COMMIT_SECONDS = 0.05
 
 
 class HookError(Exception):
@@ -295,6 +304,17 @@ class HookEngine:
         main = Path(path).expanduser().resolve()
         if not main.exists():
             return
+        if not is_regular(main):
+            # A FIFO, a device, a folder: never opened (an open of a FIFO waits for a writer,
+            # and this process serves every session of the store). Said once per session.
+            if not served.extra.get("odd_transcript"):
+                served.extra["odd_transcript"] = True
+                from . import failures
+
+                failures.record(self.store, "transcript", f"{main} is not a regular file; "
+                                "the transcript is not imported", {"session_id": payload.get(
+                                    "session_id")})  # fmt: skip
+            return
         assert self.writer is not None
         await _written(main, payload.get("tool_use_id"))
         try:
@@ -321,6 +341,7 @@ class HookEngine:
         importer = served.importers.get(path)
         if importer is None:
             importer = served.importers[path] = FileImporter(self.writer, path)
+            importer.commit_seconds = IMPORT_COMMIT_SECONDS
         elif importer.hub is not None:
             # Its engine and the hook's share the session's id counter, through the store.
             importer.hub.main.session.advance_ids(self._next_rid(sid))
@@ -379,7 +400,8 @@ class HookEngine:
         lines = lines[: _whole(file.get("numLines"), len(lines))]
         total = _whole(file.get("totalLines"), first + len(lines) - 1)
         key = _key(session, path)
-        sha, real_total = _file_facts(os.path.realpath(path), total)
+        # In a thread: a big file's hash must not hold up the other sessions' hooks.
+        sha, real_total = await asyncio.to_thread(_file_facts, os.path.realpath(path), total)
         if lines and lines[-1] == "" and content.endswith("\n") and first + len(lines) - 1 > (
                 real_total or 0):  # fmt: skip
             # Claude Code counts the empty "line" after a final newline; the rules do not
@@ -431,7 +453,7 @@ class HookEngine:
         elif not isinstance(old, str):
             return None
         try:
-            new: str | None = Path(path).read_text(encoding="utf-8")
+            new: str | None = read_regular(path, MAX_FILE_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             new = resp.get("content") if isinstance(resp.get("content"), str) else None
         if new is None:
@@ -452,7 +474,7 @@ class HookEngine:
             return None  # a failed edit: stored, its id beside Claude Code's error
         # The file as written, so its hash is the one a later read finds.
         with contextlib.suppress(OSError, UnicodeDecodeError):
-            new = Path(path).read_text(encoding="utf-8")
+            new = read_regular(path, MAX_FILE_BYTES).decode("utf-8")
         if not isinstance(new, str):
             return None
         return await session.insert_edit(
@@ -586,7 +608,7 @@ async def _written(path: Path, call_id: Any) -> None:
     deadline = time.monotonic() + _WRITTEN_WAIT
     while True:
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 size = f.seek(0, os.SEEK_END)
                 f.seek(max(0, size - _WRITTEN_TAIL))
                 if needle in f.read():
@@ -674,8 +696,8 @@ def _file_facts(path: str, total: int) -> tuple[str, int | None]:
     after the read); when it cannot be read any more, a stand-in hash that changes with the
     path and length, and None."""
     try:
-        data = Path(path).read_bytes()
-    except OSError:
+        data = read_regular(path, MAX_FILE_BYTES)
+    except OSError:  # gone, or not a regular file (never opened: a FIFO would block), or huge
         return hashlib.sha256(f"ctxview-hook\0{path}\0{total}".encode()).hexdigest(), None
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     return hashlib.sha256(data).hexdigest(), lines
@@ -707,9 +729,9 @@ def _compact_summary(transcript: Any, start: int = 0) -> str:
     if not isinstance(transcript, str):
         return ""
     try:
-        with open(transcript, "rb") as f:
+        with open_regular(transcript) as f:
             f.seek(start)
-            lines = f.read().split(b"\n")
+            lines = f.read(MAX_SUMMARY_BYTES).split(b"\n")
     except OSError:
         return ""
     for raw in reversed(lines):

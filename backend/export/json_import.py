@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..importers.detect import NotTranscript
+from ..regular_file import open_regular
 from ..store import Writer
 from ..store.records import EVENT_COLUMNS, Body, Event
 from .jsonl import FORMAT, VERSION
@@ -47,7 +48,7 @@ async def import_export(writer: Writer, path: Path) -> Any:
     report = FileReport(str(path), format=FORMAT)
     skip: set[str] = set()
     created: set[str] = set()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         header = json.loads(f.readline() or b"{}")
         if not is_export(header):
             raise BadExport(f"{path} does not start with a ctxview export header.")

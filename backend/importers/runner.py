@@ -12,6 +12,7 @@ another file already holds that id).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..agents.live import next_rid
+from ..regular_file import read_regular
 from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
@@ -259,6 +261,9 @@ class FileImporter:
     one copy."""
 
     commit_lines: int | None = None  # tests: commit after this many lines as well
+    # How long a transaction reads before it commits (the hook engine's import commits often:
+    # the other sessions it serves wait for the store behind it).
+    commit_seconds: float = COMMIT_SECONDS
 
     def __init__(self, writer: Writer, path: Path | str) -> None:
         self.writer = writer
@@ -293,6 +298,10 @@ class FileImporter:
             try:
                 async with self.writer.batch(), self.writer.transaction(self._still_current):
                     more = await self._chunk(report, live, progress)
+                if more:
+                    # A turn for the other tasks of this process between two transactions (the
+                    # hook engine's other sessions wait for the store behind this import).
+                    await asyncio.sleep(0)
             except _Moved:
                 # Another import of this file committed first: carry on from where it stopped
                 # (what this one read past its own last commit is that one's to report).
@@ -422,7 +431,7 @@ class FileImporter:
                     report.problems.append(Problem(
                         path, line.number, f"unexpected shape ({type(exc).__name__}: {exc})"))  # fmt: skip
             if (self.commit_lines is not None and count >= self.commit_lines) or \
-                    time.monotonic() - started >= COMMIT_SECONDS:  # fmt: skip
+                    time.monotonic() - started >= self.commit_seconds:  # fmt: skip
                 return True
         return False
 
@@ -543,7 +552,7 @@ class FileImporter:
             meta = self.path.with_name(self.path.stem + ".meta.json")
             if meta.is_file():
                 try:
-                    found = parse_line(meta.read_bytes())
+                    found = parse_line(read_regular(meta, 1 << 20))
                 except (ValueError, RecursionError, OSError):
                     found = {}
                 if isinstance(found, dict):
