@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +51,9 @@ from ..session import Session
 from ..store import tree
 from ..store.records import EVENT_COLUMNS, Event
 from ..store.writer import Writer
-from ..tools import ToolError
+from ..tools import ToolError, safe_fs
 from . import live
+from .claude_edits import before_patch, edited
 
 OWN_TOOLS = "mcp__ctxview__"
 _EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write"}
@@ -401,7 +403,7 @@ class HookEngine:
         total = _whole(file.get("totalLines"), first + len(lines) - 1)
         key = _key(session, path)
         # In a thread: a big file's hash must not hold up the other sessions' hooks.
-        sha, real_total = await asyncio.to_thread(_file_facts, os.path.realpath(path), total)
+        sha, real_total = await asyncio.to_thread(_file_facts, session, path, first, lines, total)
         if lines and lines[-1] == "" and content.endswith("\n") and first + len(lines) - 1 > (
                 real_total or 0):  # fmt: skip
             # Claude Code counts the empty "line" after a final newline; the rules do not
@@ -444,44 +446,63 @@ class HookEngine:
 
     async def _edit(self, session: Session, name: str, args: dict[str, Any],
                     resp: dict[str, Any], ref: str | None) -> str | None:  # fmt: skip
-        path = resp.get("filePath") or args.get("file_path") or args.get("notebook_path")
-        if not isinstance(path, str):
+        """Edit, MultiEdit, Write: the diff of what Claude Code reports it did (its original
+        and its strings, or its patch), never of a file the input names; the file is read only
+        when the report lacks the text (`_readable`)."""
+        path = resp.get("filePath") or args.get("file_path")
+        if not isinstance(path, str) or not path:
             return None
-        old = resp.get("originalFile")
-        if resp.get("type") == "create":
-            old = None
-        elif not isinstance(old, str):
-            return None
-        try:
-            new: str | None = read_regular(path, MAX_FILE_BYTES).decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            new = resp.get("content") if isinstance(resp.get("content"), str) else None
-        if new is None:
-            return None
-        key = _key(session, path)
+        texts = edited(name, args, resp)
+        if texts is None:  # no original in the report (a file too large to include)
+            after = await asyncio.to_thread(self._readable, session, path, args, resp)
+            before = before_patch(after, resp.get("structuredPatch")) if after else None
+            if before is None or after is None:
+                return None  # stored as it is, its id beside Claude Code's answer
+            texts = (before, after)
+        old, new = texts
         return await session.insert_edit(
-            _EDITS[name], {"path": path, **_without(args, "file_path")}, [(path, key, old, new)],
-            call_ref=ref, seen=len(json.dumps(resp, default=str)),
+            _EDITS[name], {"path": path, **_without(args, "file_path")},
+            [(path, _key(session, path), old, new)], call_ref=ref,
+            seen=len(json.dumps(resp, default=str)),
         )  # fmt: skip
 
     async def _notebook(self, session: Session, args: dict[str, Any], resp: dict[str, Any],
                         ref: str | None) -> str | None:  # fmt: skip
         """NotebookEdit: Claude Code's answer is built from the cell ("Updated cell … with …"),
-        so, as for an edit, the id and the diff of the notebook file go as context."""
+        so, as for an edit, the id and the diff of the notebook file go as context: the file
+        before and after as Claude Code reports them."""
         path = resp.get("notebook_path") or args.get("notebook_path")
         old, new = resp.get("original_file"), resp.get("updated_file")
         if resp.get("error") or not isinstance(path, str) or not isinstance(old, str):
             return None  # a failed edit: stored, its id beside Claude Code's error
-        # The file as written, so its hash is the one a later read finds.
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            new = read_regular(path, MAX_FILE_BYTES).decode("utf-8")
         if not isinstance(new, str):
+            new = await asyncio.to_thread(self._readable, session, path, args, resp)
+        if new is None:
             return None
         return await session.insert_edit(
             "edit", {"path": path, **_without(args, "notebook_path")},
             [(path, _key(session, path), old, new)], call_ref=ref,
             seen=len(json.dumps(resp, default=str)),
         )  # fmt: skip
+
+    @staticmethod
+    def _readable(session: Session, path: str, args: dict[str, Any], resp: dict[str, Any]
+                  ) -> str | None:  # fmt: skip
+        """The text of a file an edit's report names, when the hook may read it: a regular
+        file inside the session's working folder, or the file Claude Code says it just wrote
+        (the report's path is the input's); never a FIFO or a device, at most MAX_FILE_BYTES.
+        None otherwise. Runs in a thread."""
+        data = _project_file(session, path)
+        given = args.get("file_path", args.get("notebook_path"))
+        if data is None and given == path and os.path.isabs(path):
+            with contextlib.suppress(OSError):
+                data = read_regular(path, MAX_FILE_BYTES)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
 
     async def _search(self, session: Session, name: str, args: dict[str, Any],
                       resp: dict[str, Any], ref: str | None) -> dict[str, Any]:  # fmt: skip
@@ -691,16 +712,50 @@ def _without(args: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k != key}
 
 
-def _file_facts(path: str, total: int) -> tuple[str, int | None]:
+def _file_facts(session: Session, path: str, first: int, lines: list[str], total: int
+                ) -> tuple[str, int | None]:  # fmt: skip
     """The file's real SHA-256 and number of lines as the rules count them (the hook runs right
-    after the read); when it cannot be read any more, a stand-in hash that changes with the
-    path and length, and None."""
+    after the read), when the hook may read it: a regular file inside the session's working
+    folder, or one that holds exactly the lines Claude Code reports it read there (so nothing
+    of a file the model was not shown gets in). Otherwise, or when it cannot be read any more,
+    a stand-in hash that changes with the path, the lines shown and the length, and None."""
+    data = _project_file(session, path)
+    if data is None and os.path.isabs(path):
+        with contextlib.suppress(OSError):
+            found = read_regular(path, MAX_FILE_BYTES)
+            if _holds(found, first, lines):
+                data = found
+    if data is None:
+        shown = hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
+        stand_in = f"ctxview-hook\0{path}\0{first}\0{shown}\0{total}"
+        return hashlib.sha256(stand_in.encode("utf-8", "surrogatepass")).hexdigest(), None
+    count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    return hashlib.sha256(data).hexdigest(), count
+
+
+def _holds(data: bytes, first: int, lines: list[str]) -> bool:
+    """Whether the file's lines from `first` are `lines` (a `\r` before `\n` not counted)."""
+    text = data.decode("utf-8", "replace").split("\n")
+    window = [line.removesuffix("\r") for line in text[first - 1 : first - 1 + len(lines)]]
+    return bool(lines) and window == [line.removesuffix("\r") for line in lines]
+
+
+def _project_file(session: Session, path: str) -> bytes | None:
+    """The bytes of `path` when it is a regular file inside the session's working folder (a
+    folder of `/` holds nothing: it would hold every file), opened one component at a time
+    without following links and never waiting (`tools.safe_fs`), at most MAX_FILE_BYTES; None
+    otherwise."""
+    ws = session.workspace
+    if ws.real == os.sep:
+        return None
     try:
-        data = read_regular(path, MAX_FILE_BYTES)
-    except OSError:  # gone, or not a regular file (never opened: a FIFO would block), or huge
-        return hashlib.sha256(f"ctxview-hook\0{path}\0{total}".encode()).hexdigest(), None
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-    return hashlib.sha256(data).hexdigest(), lines
+        key = ws.resolve(path)
+        st = safe_fs.lstat(ws.real, key)
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return None
+        return safe_fs.read(ws.real, key)
+    except (ToolError, OSError, ValueError):
+        return None
 
 
 def _agent_file(transcript: str | None, session_id: str, agent: str) -> str | None:

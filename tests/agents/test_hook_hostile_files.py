@@ -116,7 +116,8 @@ def test_a_read_or_an_edit_of_a_fifo_costs_its_own_call_only(tmp_path: Path) -> 
                 "tool_input": {"file_path": str(fifo), "old_string": "a", "new_string": "c"},
                 "tool_response": {"filePath": str(fifo), "oldString": "a", "newString": "c",
                                   "originalFile": "a\nb\n", "structuredPatch": []}}  # fmt: skip
-        _others_answer_quickly(tmp_path, store, edit)  # what it answers: test_hook_edit_source
+        out = _others_answer_quickly(tmp_path, store, edit)
+        assert "-a\n+c" in _shown(out)["additionalContext"]  # from the report, never the FIFO
 
 
 def test_a_huge_transcript_costs_its_own_call_only(tmp_path: Path) -> None:
