@@ -18,6 +18,7 @@ import os
 import time
 from pathlib import Path
 
+from ..importers.common import parse_line
 from . import failures
 from .claude_hooks import HookEngine
 from .hook_client import BUDGET, event_name, private_folder, socket_path
@@ -114,7 +115,7 @@ class Daemon:
                 self.stopping = True
                 answer = str(os.getpid()).encode()  # `stop` waits for this process to end
             else:
-                payload = json.loads(raw)
+                payload = parse_line(raw)  # nested too deep: TooDeep, recorded like bad JSON
                 if not isinstance(payload, dict):
                     raise ValueError("the hook input is not a JSON object")
                 event = str(payload.get("hook_event_name") or event)

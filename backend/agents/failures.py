@@ -85,17 +85,40 @@ def clear(store: Path | str) -> None:
             pass
 
 
+_NAMED = ("session_id", "tool_name", "tool_use_id", "hook_event_name")
+
+
 def about(raw: bytes, event: str) -> tuple[str, dict[str, Any]]:
-    """The hook event and the session, tool and call a hook input names, for a failure."""
+    """The hook event and the session, tool and call a hook input names, for a failure. An
+    input nested too deep to parse (json runs out of stack) is looked through as text."""
     try:
         payload = json.loads(raw)
-    except ValueError:
+    except RecursionError:
+        payload = _scan(raw)
+    except (ValueError, TypeError):
         return event, {}
     if not isinstance(payload, dict):
         return event, {}
-    detail = {k: payload[k] for k in ("session_id", "tool_name", "tool_use_id")
-              if isinstance(payload.get(k), str)}  # fmt: skip
-    return str(payload.get("hook_event_name") or event), detail
+    detail = {k: payload[k] for k in _NAMED[:3] if isinstance(payload.get(k), str)}
+    name = payload.get("hook_event_name")
+    return (name if isinstance(name, str) and name else event), detail
+
+
+def _scan(raw: bytes) -> dict[str, str]:
+    """The first `"key": "value"` of each named field in the raw input (a deep input's
+    top-level fields are as likely there as anywhere)."""
+    import re  # only here: a deep input is rare, and `re` costs the hook client
+
+    found: dict[str, str] = {}
+    text = raw[: 1 << 20].decode("utf-8", "replace")
+    for key in _NAMED:
+        m = re.search('"' + key + r'"\s*:\s*"((?:[^"\\]|\\.){0,200})"', text)
+        if m:
+            try:
+                found[key] = json.loads(f'"{m.group(1)}"')
+            except ValueError:
+                continue
+    return found
 
 
 def read(store: Path | str) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from ..regular_file import read_regular
 from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
-from .common import BadRecord, parse_line, parse_record, when
+from .common import BadRecord, TooDeep, parse_line, parse_record, when
 from .detect import CLAUDE, CODEX, EXPORT, NotTranscript, detect
 from .replay import Replay
 from .source import Identity, head_hash, identity, lines_from
@@ -415,7 +415,9 @@ class FileImporter:
             if progress is not None:
                 progress.advance(line.end - line.start)
             if error is not None:
-                if not _blank(raw):
+                if isinstance(error, TooDeep):
+                    report.problems.append(Problem(path, line.number, f"{error}: skipped"))
+                elif not _blank(raw):
                     report.problems.append(Problem(path, line.number, f"not JSON ({error})"))
             else:
                 if repaired:
