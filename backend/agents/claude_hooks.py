@@ -118,6 +118,23 @@ def tree_root(payload: dict[str, Any]) -> str:
     return f"cc-{payload['session_id']}"
 
 
+def _as_root(payload: dict[str, Any]) -> dict[str, Any]:
+    """A sub-agent's hook input as its root session's (the same `session_id` and transcript)."""
+    return {k: v for k, v in payload.items() if k not in ("agent_id", "agent_type")}
+
+
+def _handed_back(payload: dict[str, Any]) -> str | None:
+    """The agent id a finished Agent (or Task) call names: its sub-agent ran in the foreground
+    and its result is this call's (a background one's call answers `async_launched` at once)."""
+    if payload.get("tool_name") not in ("Agent", "Task"):
+        return None
+    resp = payload.get("tool_response")
+    if not isinstance(resp, dict) or resp.get("status") != "completed":
+        return None
+    agent = resp.get("agentId")
+    return agent if isinstance(agent, str) and agent else None
+
+
 def _resolved(path: Any) -> str | None:
     return str(Path(path).expanduser().resolve()) if isinstance(path, str) and path else None
 
@@ -158,6 +175,9 @@ class HookEngine:
         root = tree_root(payload)
         async with self._locks.setdefault(root, asyncio.Lock()), live.session_lock(self.store,
                                                                                     root):
+            if event == "SubagentStop":
+                await self._agent_stopped(root, sid, payload)
+                return None
             served = await self._serve(sid, payload)
             try:
                 await self._transcript(served, payload, growing=event != "SessionEnd")
@@ -176,7 +196,11 @@ class HookEngine:
                      ) -> dict[str, Any] | None:  # fmt: skip
         session = served.session
         if event == "PostToolUse":
-            return await self._post_tool_use(session, payload)
+            out = await self._post_tool_use(session, payload)
+            handed = _handed_back(payload)
+            if handed is not None:  # a sub-agent run in the foreground gave its result
+                await self._end(f"cc-{handed}")
+            return out
         if event == "PostToolUseFailure":
             return await self._failed(session, payload)
         if event == "SessionStart":
@@ -195,8 +219,37 @@ class HookEngine:
             return None
         if event == "SessionEnd":
             await session.end()  # kept in memory: `--resume` brings it back
+            # Its sub-agents end with it at the latest (one whose end no hook told).
+            assert self._read is not None
+            for sid in tree.members(self._read, session.id)[1:]:
+                await self._end(sid)
             return None
         return None  # Stop, and events not wired: nothing to do
+
+    async def _agent_stopped(self, root: str, sid: str, payload: dict[str, Any]) -> None:
+        """SubagentStop: the sub-agent is done (its result goes to its parent): its records up
+        to its end are imported (with its parent's transcript), then it ends. One that never
+        ran a tool nor wrote a transcript (Claude Code's own helpers) has no session to end."""
+        top = _as_root(payload)
+        served = await self._serve(root, top)
+        try:
+            await self._transcript(served, top, growing=True)
+        except BaseException:
+            self.served.pop(root, None)
+            raise
+        served.last_seq = self._last_seq(root)
+        await self._end(sid)
+
+    async def _end(self, sid: str) -> None:
+        """End a session of the tree (a sub-agent) unless it has ended: its `end` event and its
+        end time, as `Session.end` writes them."""
+        assert self.writer is not None
+        info = await self.writer.session_info(sid)
+        if info is None or info["ended"] is not None:
+            return
+        now = time.time()
+        await self.writer.append(sid, [Event(ts=now, kind="end")])
+        await self.writer.update_session(sid, ended=now)
 
     # Sessions
 

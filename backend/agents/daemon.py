@@ -18,7 +18,7 @@ import os
 import time
 from pathlib import Path
 
-from ..importers.common import parse_line
+from ..importers.common import TooDeep, parse_line
 from . import failures
 from .claude_hooks import HookEngine
 from .hook_client import BUDGET, event_name, private_folder, socket_path
@@ -115,7 +115,12 @@ class Daemon:
                 self.stopping = True
                 answer = str(os.getpid()).encode()  # `stop` waits for this process to end
             else:
-                payload = parse_line(raw)  # nested too deep: TooDeep, recorded like bad JSON
+                try:
+                    payload = parse_line(raw)
+                except TooDeep:
+                    raise
+                except ValueError as exc:
+                    raise ValueError(f"the hook input is not JSON ({exc})") from None
                 if not isinstance(payload, dict):
                     raise ValueError("the hook input is not a JSON object")
                 event = str(payload.get("hook_event_name") or event)
@@ -129,6 +134,8 @@ class Daemon:
                 what = f"the step took longer than {STEP_BUDGET:g} s"
             elif isinstance(exc, StoreUnwritable):
                 what = str(exc)
+            elif isinstance(exc, TooDeep):
+                what = f"the hook input is {exc}"
             event, detail = failures.about(raw, event)
             failures.record(self.store, event, what, detail)
         try:

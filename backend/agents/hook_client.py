@@ -30,7 +30,8 @@ BUDGET = 2.0  # seconds Claude Code's hook may take, all in
 _MARGIN = 0.25  # kept back for exiting cleanly
 EVENTS = {"post-tool-use": "PostToolUse", "post-tool-use-failure": "PostToolUseFailure",
           "session-start": "SessionStart", "pre-compact": "PreCompact",
-          "session-end": "SessionEnd", "stop": "Stop"}  # fmt: skip
+          "session-end": "SessionEnd", "stop": "Stop",
+          "subagent-stop": "SubagentStop"}  # fmt: skip
 
 
 class Budget(Exception):

@@ -68,7 +68,8 @@ def _store(store: Path) -> int:
         print(f"  cannot be opened: {exc}")
         return 1
     print(f"  opens; {len(rows)} live Claude Code session(s)"
-          + "".join(f"\n    {sid}  {ws}" for sid, ws in rows))  # fmt: skip
+          + "".join(f"\n    {sid}  {ws}" + (f"  (+{n} sub-agent{'s' * (n != 1)} running)"
+                                              if n else "") for sid, ws, n in rows))  # fmt: skip
     return 1 if why else 0
 
 
@@ -93,15 +94,19 @@ def unwritable(store: Path) -> str | None:
     return None
 
 
-async def _live(store: Path) -> list[tuple[str, str]]:
+async def _live(store: Path) -> list[tuple[str, str, int]]:
+    """The live hooked Claude Code sessions (a sub-agent is its session's, not one of them),
+    each with how many of its sub-agents are running."""
     from ..store import Reader
 
     async with await Reader.open(store) as reader:
         rows = await reader._conn.execute_fetchall(
-            "SELECT id, workspace FROM sessions WHERE source = 'claude-code' AND ended IS NULL "
-            "AND json_extract(data, '$.hooked') ORDER BY started DESC LIMIT 10"
+            "SELECT s.id, s.workspace, (SELECT count(*) FROM sessions c WHERE "
+            "c.parent_session = s.id AND c.ended IS NULL) FROM sessions s "
+            "WHERE s.source = 'claude-code' AND s.ended IS NULL AND s.parent_session IS NULL "
+            "AND json_extract(s.data, '$.hooked') ORDER BY s.started DESC LIMIT 10"
         )
-    return [(r[0], r[1]) for r in rows]
+    return [(r[0], r[1], int(r[2])) for r in rows]
 
 
 def _claude(scope: str) -> int:

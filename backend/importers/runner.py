@@ -165,8 +165,12 @@ class Hub:
             self._released[sid] = self._fields(replay, ended=self.last_ts)
 
     def _fields(self, replay: Replay, *, ended: float | None) -> dict[str, Any]:
-        fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False),
-                                  "ended": ended}  # fmt: skip
+        fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False)}
+        if not (self.format == CLAUDE and replay.data.get("hooked")):
+            # A hooked Claude Code session's life is its hooks' (SessionStart, SessionEnd,
+            # SubagentStop): an import of its transcript, live or not, neither ends it nor makes
+            # it live again (the hook engine's own import made ended sub-agents live).
+            fields["ended"] = ended
         if replay.title:
             fields["title"] = replay.title
         return fields
