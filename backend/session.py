@@ -31,6 +31,7 @@ from .rules.ids import format_id, parse_id
 from .rules.lines import decode, looks_binary, numbered, split_lines, window_lines
 from .store.reader import Reader
 from .store.records import Body, Event
+from .store.tree import IdSpace
 from .store.writer import Writer
 from .tools import ToolError
 from .tools import bash as bash_tool
@@ -58,13 +59,17 @@ class Session:
         next_rid: int,
         dedupe: DedupeTable | None = None,
         known: dict[str, tuple[str, int]] | None = None,
+        ids: IdSpace | None = None,
     ) -> None:
         self.writer = writer
         self.id = session_id
         self.workspace = Workspace(workspace)
         self.config = config
         self.dedupe = dedupe or DedupeTable()
-        self._next_rid = next_rid
+        # The id counter of the session's tree (it and its sub-agents), shared by every Session
+        # of that tree over one writer (`Writer.id_space`).
+        self.ids = ids or IdSpace(session_id, next_rid)
+        self.ids.advance(next_rid)
         # path -> (sha, id) of the newest content this session has seen there, for the
         # "changed outside this session" note on an edit.
         self._known: dict[str, tuple[str, int]] = known or {}
@@ -93,17 +98,20 @@ class Session:
         cfg = Config(config)
         sid = session_id or new_session_id()
         root = Path(workspace).resolve()
+        # A sub-agent takes its ids from its tree's counter, past every id the tree gave.
+        ids = await writer.id_space(session_fields.get("parent_session") or sid)
+        ids.advance(cfg["ids.first"])
         await writer.create_session(
             sid,
             title=title or root.name,
             workspace=str(root),
             source=source,
             config=json.dumps(cfg.overrides, sort_keys=True),
-            next_rid=cfg["ids.first"],
+            next_rid=ids.next,
             started=started,
             **session_fields,
         )
-        return cls(writer, sid, root, cfg, cfg["ids.first"])
+        return cls(writer, sid, root, cfg, ids.next, ids=ids)
 
     @classmethod
     async def resume(cls, writer: Writer, session_id: str) -> Session:
@@ -111,7 +119,9 @@ class Session:
         were (the table is rebuilt from the results since the last compaction)."""
         state = await writer.session_state(session_id)
         cfg = Config(json.loads(state["config"]))
-        session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"])
+        ids = await writer.id_space(session_id)
+        session = cls(writer, session_id, Path(state["workspace"]), cfg, state["next_rid"],
+                      ids=ids)  # fmt: skip
         session._take_in(state["events"])
         if session.context_state.inert and writer.batching:
             session._context_stale = True  # an import goes on: rebuilt only if asked for
@@ -130,9 +140,10 @@ class Session:
         self._context_stale = True
 
     def advance_ids(self, next_rid: int) -> None:
-        """Another writer of this session (an import beside a hook) took ids up to `next_rid`
-        (the session's stored `next_rid`): the next id this one gives is not below it."""
-        self._next_rid = max(self._next_rid, next_rid)
+        """Another writer of this session's tree (an import beside a hook, the MCP server) took
+        ids up to `next_rid` (the tree's stored next id, `store.tree.next_rid`): the next id
+        this one gives is not below it."""
+        self.ids.advance(next_rid)
 
     def _take_in(self, events: Iterable[Event]) -> None:
         """Stored results and compactions into the dedupe table (rebuilt from the results since
@@ -362,9 +373,7 @@ class Session:
     # Building results
 
     def _take_id(self) -> int:
-        rid = self._next_rid
-        self._next_rid += 1
-        return rid
+        return self.ids.take()
 
     def _call_ref(self) -> str:
         self._calls += 1
@@ -610,9 +619,11 @@ class Session:
         window = self.config["window.lines"]
         limit = min(_whole(args.get("limit", window), "limit"), window)
         target = parse_id(given)
+        # The id may be a sub-agent's or its parent's: one id space per tree, the session's
+        # own result first (a store from before ids were shared may have it twice).
         stored = (
-            await self.writer.stored_data(self.id, target)
-            if target is not None and target < self._next_rid
+            await self.writer.tree_stored_data(self.id, target)
+            if target is not None and target < self.ids.next
             else None
         )
         if stored is None:

@@ -1,6 +1,6 @@
 """A fuzzer for `ctxview import`: real transcripts (../shared/realdata, when present) and our own
 fixtures, broken in the ways files break (truncation, byte flips, wrong types for a field,
-invalid UTF-8, NUL, deep nesting, duplicate uuids, reordering, CRLF, BOM, lines that are not
+invalid UTF-8, NUL, deep nesting (and every depth limit at every place, `depth_cases`), duplicate uuids, reordering, CRLF, BOM, lines that are not
 objects, huge numbers, NaN), each imported by the real command in this process, followed on the
 command line by a good file. A case fails when anything escapes as a traceback, when the store
 is called damaged, or when the good file after the broken one is not imported whole.
@@ -296,6 +296,113 @@ def every_field_cases(files: list[Path]) -> Iterator[tuple[str, bytes]]:
                 for path in list(_paths(rec))[1:]:
                     out.append(_dumps(_set(json.loads(line), path, value)))
             yield f"every field of {src.name} = nasty[{k}] {value!r:.30}", b"\n".join(out)
+
+
+# Depths around every limit there is: ctxview's own (importers.common.MAX_DEPTH, 200), the
+# window where json parses but a copy or a dump of the parser's state runs out of stack (~500
+# for copy.deepcopy), json's and orjson's own (~1000, 1024), and far past them.
+DEPTHS = (150, 201, 500, 990, 1025, 5000, 100_000)
+
+
+_PLACE = "@@deep@@"
+
+
+def _deep_text(depth: int, kind: str) -> str:
+    """The JSON text of a value nested `depth` levels (lists, or dicts and lists in turn),
+    built as text: json.dumps itself runs out of stack past ~1000 levels."""
+    if kind == "list":
+        return "[" * (depth - 1) + '"x"' + "]" * (depth - 1)
+    pairs = (depth - 1) // 2
+    odd = (depth - 1) % 2
+    return ('{"k": [' * pairs + "[" * odd + '"x"' + "]" * odd + "]}" * pairs)
+
+
+def depth_cases(files: list[Path]) -> Iterator[tuple[str, bytes]]:
+    """For each file and depth, one transcript holding every record of the file with a value
+    nested that deep in turn at each of its places (a tool call's input, its result, a message's
+    content, ...) and, for Codex, in a call's arguments (a JSON string): a bad line never stops
+    the import, so one file tries them all. Past json's own stack, a few places per file (each
+    such line is as long as it is deep)."""
+    for src in files:
+        lines = src.read_bytes().split(b"\n")
+        for depth in DEPTHS:
+            kind = "list" if depth % 2 else "mixed"
+            deep = _deep_text(depth, kind).encode()
+            out: list[bytes] = []
+            budget = 6 if depth > 1025 else None
+            for line in lines:
+                out.append(line)
+                try:
+                    rec = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if not isinstance(rec, dict):
+                    continue
+                places = [p for p in _paths(rec) if 1 <= len(p) <= 5]
+                if budget is not None:
+                    places = places[-1:] if budget > 0 else []
+                    budget -= len(places)
+                for path in places:
+                    try:
+                        text = _dumps(_set(json.loads(line), path, _PLACE))
+                    except (TypeError, IndexError, KeyError):
+                        continue
+                    out.append(text.replace(json.dumps(_PLACE).encode(), deep, 1))
+                payload = rec.get("payload")
+                if isinstance(payload, dict) and payload.get("type") == "function_call":
+                    args = {**rec, "payload": {**payload, "arguments": deep.decode()}}
+                    out.append(_dumps(args))
+            out.append(_pending(lines, deep))
+            yield f"depth {depth} ({kind}) in every place of {src.name}", b"\n".join(out)
+
+
+def _pending(lines: list[bytes], deep: bytes) -> bytes:
+    """A last record that leaves the deep value in the parser's state at the end of the file (a
+    call made and not answered yet): what an import and a `follow` keep for the next line."""
+    first = json.loads(lines[0])
+    if first.get("payload") is not None or first.get("record_type") or "instructions" in first:
+        rec = {"timestamp": "2026-01-02T10:59:00.000Z", "type": "response_item",
+               "payload": {"type": "function_call", "call_id": "deep-1", "name": "shell",
+                           "arguments": _PLACE}}  # fmt: skip
+        return _dumps(rec).replace(json.dumps(_PLACE).encode(), json.dumps(deep.decode()).encode())
+    rec = {"type": "assistant", "uuid": "deep-u", "sessionId": first.get("sessionId", "s"),
+           "timestamp": "2026-01-02T10:59:00.000Z",
+           "message": {"id": "deep-m", "role": "assistant", "model": "m", "content": [
+               {"type": "tool_use", "id": "deep-1", "name": "Bash",
+                "input": {"command": _PLACE}}]}}  # fmt: skip
+    return _dumps(rec).replace(json.dumps(_PLACE).encode(), deep, 1)
+
+
+def follow_case(work: Path, name: str, data: bytes) -> Outcome:
+    """The same file imported as `follow` does, as it grows: half of it, then all of it, each
+    step ending in the parser's provisional state (the end of what is written)."""
+    import asyncio
+
+    from ctxview.backend.importers.runner import FileImporter
+    from ctxview.backend.store import Writer
+
+    store = work / "follow.db"
+    for f in work.glob("follow*"):
+        f.unlink()
+    src = work / "follow.jsonl"
+    half = data[: data.rfind(b"\n", 0, len(data) // 2) + 1]
+
+    async def run() -> None:
+        async with await Writer.open(store) as writer:
+            importer = FileImporter(writer, src)
+            src.write_bytes(half)
+            await importer.step(live=True)
+            src.write_bytes(data)
+            await importer.step(live=True)
+            await importer.step()
+
+    try:
+        asyncio.run(run())
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return Outcome(name, False, "".join(traceback.format_exception(exc))[-1500:])
+    return Outcome(name, True)
 
 
 def fuzz(work: Path, seed: int, count: int) -> list[Outcome]:

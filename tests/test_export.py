@@ -77,8 +77,8 @@ def test_demo_html(demo_store: Path, tmp_path: Path) -> None:
     page = Page(text)
     assert check_links([out]) > 40
     # A result's bracket is its anchor; a stub leads to what it stands for.
-    assert {"1000", "1003", "1005", "1008"} <= page.ids
-    assert re.search(r'<div class="bracket stub" id="1008">.*?↵ leads to</span> '
+    assert {"1000", "1003", "1005", "100b"} <= page.ids
+    assert re.search(r'<div class="bracket stub" id="100b">.*?↵ leads to</span> '
                      r'<a class="id" href="#1003">#1003</a>', text)  # fmt: skip
     # The recall's bracket links the result it recalls; the model's words link ids.
     assert re.search(r'id="1006">\[<a class="id" href="#1006">#1006</a> recall '
@@ -111,7 +111,7 @@ def test_demo_html(demo_store: Path, tmp_path: Path) -> None:
     assert 'href="#agent-1">→ sub-agent 1</a>' in text
     agent = text[text.index('<details class="agent" id="agent-1">'):]
     assert re.search(r"Started by the call of <a class=\"id\" href=\"#100[0-9a-f]\">", agent)
-    assert 'id="a1-1000"' in agent  # its own ids, in their own namespace
+    assert 'id="a1-1007"' in agent  # its parent's id space, its own namespace
     # Self-contained: nothing to fetch, a policy that forbids it.
     for tag, attrs in page.tags:
         assert "src" not in attrs, (tag, attrs)
@@ -148,7 +148,7 @@ def test_demo_markdown(demo_store: Path, tmp_path: Path) -> None:
     assert "the 1,219 elided lines, from the stored text" in text
     assert "*(not in context since boundary 1)*" in text
     assert "## ━━ compaction 1 ━━" in text and "| path | lines | sha | result |" in text
-    assert "sub-agent 1:" in text and '<a id="r-a1-1000"></a>' in text
+    assert "sub-agent 1:" in text and '<a id="r-a1-1007"></a>' in text
 
 
 def test_untrusted_text_is_escaped(tmp_path: Path) -> None:

@@ -23,11 +23,17 @@ MCP server (backend/agents/mcp_server.py, `ctxview mcp`), so both write one sess
   may create the session after the server started), and without the variable falls back to the
   live `claude-code` session whose workspace is that cwd, the one with the most recent event.
   `CTXVIEW_SESSION` in the environment, when set, wins over both.
-- Ids are taken from `sessions.next_rid` by whichever process writes: a hook and the MCP server
-  may run at the same moment (Claude Code runs tools in parallel), so each takes
-  `async with live.session_lock(store_path, session_id)` around "bring the session up to date,
-  insert, commit": a process that keeps the session in memory takes in what others wrote since
-  (`Session.catch_up`), never trusting a cached `next_rid`.
+- A session and its sub-agents share one id space (`store/tree.py`): ids are taken from the
+  tree's next id (the largest `next_rid` of its sessions) by whichever process writes. A hook
+  (the parent's or a sub-agent's) and the MCP server may run at the same moment (Claude Code
+  runs tools and sub-agents in parallel), so each takes
+  `async with live.session_lock(store_path, root)` for the tree's top session around "bring the
+  session up to date, insert, commit": a process that keeps a session in memory takes in what
+  others wrote since (`Session.catch_up`, `Session.advance_ids`), never trusting a cached
+  counter.
+- The MCP server answers a sub-agent's recall in the sub-agent's session: Claude Code tells it
+  only the call's `claudecode/toolUseId`, and the transcript holding that tool_use names the
+  conversation (`caller.py`).
 - The hook lets `mcp__ctxview__*` tools pass untouched: their results already went through the
   engine in the MCP server, with their own ids.
 """

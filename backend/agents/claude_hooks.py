@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,13 +49,16 @@ from ..importers.codex import _search_tool
 from ..importers.detect import CLAUDE
 from ..importers.follow import sub_agents
 from ..importers.runner import FileImporter
+from ..regular_file import is_regular, open_regular, read_regular
 from ..result import Result
 from ..rules.compaction import files_read_table
 from ..session import Session
+from ..store import tree
 from ..store.records import EVENT_COLUMNS, Event
 from ..store.writer import Writer
-from ..tools import ToolError
+from ..tools import ToolError, safe_fs
 from . import live
+from .claude_edits import before_patch, edited
 
 OWN_TOOLS = "mcp__ctxview__"
 _EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write"}
@@ -78,6 +82,14 @@ _SHOWS_AT_MOST_ELSE = 50_000
 SAVED_PAST = {"Bash": 30_000}
 # A hook's writes give up well inside Claude Code's 2 s budget rather than wait on a lock.
 BUSY_MS = 900
+# The most of a file a hook reads (an edited file, a read file's hash): past it, the file is
+# not read (the model still gets its id; an edit's diff comes from Claude Code's own strings).
+MAX_FILE_BYTES = 64 << 20
+# The most of a transcript past PreCompact looked at for the compaction's summary.
+MAX_SUMMARY_BYTES = 64 << 20
+# The transcript's import commits this often: another session's hook waits at most about
+# this long for the store behind it (a huge transcript seen for the first time).
+IMPORT_COMMIT_SECONDS = 0.05
 
 
 class HookError(Exception):
@@ -106,6 +118,30 @@ def session_id_of(payload: dict[str, Any]) -> str:
         raise HookError("the hook input has no session_id")
     agent = payload.get("agent_id")
     return f"cc-{agent}" if isinstance(agent, str) and agent else f"cc-{sid}"
+
+
+def tree_root(payload: dict[str, Any]) -> str:
+    """The store session at the top of the hook's session tree: a sub-agent's hook input names
+    its root session as `session_id` (and itself as `agent_id`)."""
+    session_id_of(payload)
+    return f"cc-{payload['session_id']}"
+
+
+def _as_root(payload: dict[str, Any]) -> dict[str, Any]:
+    """A sub-agent's hook input as its root session's (the same `session_id` and transcript)."""
+    return {k: v for k, v in payload.items() if k not in ("agent_id", "agent_type")}
+
+
+def _handed_back(payload: dict[str, Any]) -> str | None:
+    """The agent id a finished Agent (or Task) call names: its sub-agent ran in the foreground
+    and its result is this call's (a background one's call answers `async_launched` at once)."""
+    if payload.get("tool_name") not in ("Agent", "Task"):
+        return None
+    resp = payload.get("tool_response")
+    if not isinstance(resp, dict) or resp.get("status") != "completed":
+        return None
+    agent = resp.get("agentId")
+    return agent if isinstance(agent, str) and agent else None
 
 
 def _resolved(path: Any) -> str | None:
@@ -143,8 +179,14 @@ class HookEngine:
             if not isinstance(name, str) or name.startswith(OWN_TOOLS):
                 return None
         sid = session_id_of(payload)
-        # One step at a time per session: in this process (asyncio), then across processes.
-        async with self._locks.setdefault(sid, asyncio.Lock()), live.session_lock(self.store, sid):
+        # One step at a time per session tree (the session and its sub-agents share one id
+        # space): in this process (asyncio), then across processes (the MCP server's recall).
+        root = tree_root(payload)
+        async with self._locks.setdefault(root, asyncio.Lock()), live.session_lock(self.store,
+                                                                                    root):
+            if event == "SubagentStop":
+                await self._agent_stopped(root, sid, payload)
+                return None
             served = await self._serve(sid, payload)
             try:
                 await self._transcript(served, payload, growing=event != "SessionEnd")
@@ -153,6 +195,8 @@ class HookEngine:
                 # A step that did not commit may have taken an id or filled the dedupe
                 # table in memory: the next step starts again from the store.
                 self.served.pop(sid, None)
+                with contextlib.suppress(sqlite3.Error):
+                    served.session.ids.rewind(self._next_rid(sid))
                 raise
             served.last_seq = self._last_seq(sid)
             return out
@@ -161,7 +205,11 @@ class HookEngine:
                      ) -> dict[str, Any] | None:  # fmt: skip
         session = served.session
         if event == "PostToolUse":
-            return await self._post_tool_use(session, payload)
+            out = await self._post_tool_use(session, payload)
+            handed = _handed_back(payload)
+            if handed is not None:  # a sub-agent run in the foreground gave its result
+                await self._end(f"cc-{handed}")
+            return out
         if event == "PostToolUseFailure":
             return await self._failed(session, payload)
         if event == "SessionStart":
@@ -180,10 +228,39 @@ class HookEngine:
             return None
         if event == "SessionEnd":
             await session.end()  # kept in memory: `--resume` brings it back
+            # Its sub-agents end with it at the latest (one whose end no hook told).
+            assert self._read is not None
+            for sid in tree.members(self._read, session.id)[1:]:
+                await self._end(sid)
             return None
         if event == "UserPromptSubmit":
             return await self._prompt(session, payload)
         return None  # Stop, and events not wired: nothing to do
+
+    async def _agent_stopped(self, root: str, sid: str, payload: dict[str, Any]) -> None:
+        """SubagentStop: the sub-agent is done (its result goes to its parent): its records up
+        to its end are imported (with its parent's transcript), then it ends. One that never
+        ran a tool nor wrote a transcript (Claude Code's own helpers) has no session to end."""
+        top = _as_root(payload)
+        served = await self._serve(root, top)
+        try:
+            await self._transcript(served, top, growing=True)
+        except BaseException:
+            self.served.pop(root, None)
+            raise
+        served.last_seq = self._last_seq(root)
+        await self._end(sid)
+
+    async def _end(self, sid: str) -> None:
+        """End a session of the tree (a sub-agent) unless it has ended: its `end` event and its
+        end time, as `Session.end` writes them."""
+        assert self.writer is not None
+        info = await self.writer.session_info(sid)
+        if info is None or info["ended"] is not None:
+            return
+        now = time.time()
+        await self.writer.append(sid, [Event(ts=now, kind="end")])
+        await self.writer.update_session(sid, ended=now)
 
     # Sessions
 
@@ -207,6 +284,8 @@ class HookEngine:
         last = self._last_seq(sid)
         if last != served.last_seq:  # another writer (recall over MCP, an import) wrote
             self._catch_up(served, last)
+        else:  # another session of the tree may have taken ids (a sub-agent, a recall)
+            served.session.advance_ids(self._next_rid(sid))
         if served.summary_due is not None:
             self._fill_summary(served)
         return served
@@ -291,6 +370,17 @@ class HookEngine:
         main = Path(path).expanduser().resolve()
         if not main.exists():
             return
+        if not is_regular(main):
+            # A FIFO, a device, a folder: never opened (an open of a FIFO waits for a writer,
+            # and this process serves every session of the store). Said once per session.
+            if not served.extra.get("odd_transcript"):
+                served.extra["odd_transcript"] = True
+                from . import failures
+
+                failures.record(self.store, "transcript", f"{main} is not a regular file; "
+                                "the transcript is not imported", {"session_id": payload.get(
+                                    "session_id")})  # fmt: skip
+            return
         assert self.writer is not None
         await _written(main, payload.get("tool_use_id"))
         try:
@@ -298,15 +388,12 @@ class HookEngine:
             for f in sub_agents(main):
                 agent = f.stem.removeprefix("agent-")
                 sid = f"cc-{agent}"
-                # The sub-agent's own hooks write that session too: one step at a time, and
-                # the session made here is a hooked one, so its hooked results are skipped.
-                async with (
-                    self._locks.setdefault(sid, asyncio.Lock()),
-                    live.session_lock(self.store, sid),
-                ):
-                    if await self.writer.session_info(sid) is None:
-                        await self._start(sid, {**payload, "agent_id": agent})
-                    await self._import(served, f, sid, growing)
+                # The sub-agent's own hooks write that session too, under the tree's lock that
+                # this step holds; the session made here is a hooked one, so its hooked results
+                # are skipped.
+                if await self.writer.session_info(sid) is None:
+                    await self._start(sid, {**payload, "agent_id": agent})
+                await self._import(served, f, sid, growing)
             served.session.advance_ids(self._next_rid(served.session.id))
         except Exception as exc:  # the transcript is a bonus; the hook goes on
             from . import failures
@@ -320,6 +407,7 @@ class HookEngine:
         importer = served.importers.get(path)
         if importer is None:
             importer = served.importers[path] = FileImporter(self.writer, path)
+            importer.commit_seconds = IMPORT_COMMIT_SECONDS
         elif importer.hub is not None:
             # Its engine and the hook's share the session's id counter, through the store.
             importer.hub.main.session.advance_ids(self._next_rid(sid))
@@ -327,9 +415,9 @@ class HookEngine:
             await importer.step(live=growing)
 
     def _next_rid(self, sid: str) -> int:
+        """The next id of `sid`'s tree as stored (`store.tree`)."""
         assert self._read is not None
-        row = self._read.execute("SELECT next_rid FROM sessions WHERE id = ?", (sid,)).fetchone()
-        return int(row[0]) if row else 0
+        return tree.next_rid(self._read, tree.root_of(self._read, sid))
 
     # Tools
 
@@ -373,10 +461,14 @@ class HookEngine:
             raise HookError("a Read output without file.content")
         path = str(file.get("filePath") or args.get("file_path") or "")
         key = _key(session, path)
-        sha, real_total = _file_facts(os.path.realpath(path), _whole(file.get("totalLines"), 0))
+        window = session.config["window.lines"]
+        told = read_lines(file, args, window)  # what Claude Code says it read, for the check
+        # In a thread: a big file's hash must not hold up the other sessions' hooks.
+        sha, real_total = await asyncio.to_thread(_file_facts, session, path, told.first,
+                                                  told.lines, told.total)  # fmt: skip
         # The lines the rules show: within the read window, whole, counted as the rules count
         # them (the import replays a transcript's Read through the same function).
-        got = read_lines(file, args, session.config["window.lines"], real_total)
+        got = read_lines(file, args, window, real_total)
         first, lines, total = got.first, got.lines, got.total
         content = "\n".join(lines)
         start = first - 1
@@ -415,44 +507,63 @@ class HookEngine:
 
     async def _edit(self, session: Session, name: str, args: dict[str, Any],
                     resp: dict[str, Any], ref: str | None) -> str | None:  # fmt: skip
-        path = resp.get("filePath") or args.get("file_path") or args.get("notebook_path")
-        if not isinstance(path, str):
+        """Edit, MultiEdit, Write: the diff of what Claude Code reports it did (its original
+        and its strings, or its patch), never of a file the input names; the file is read only
+        when the report lacks the text (`_readable`)."""
+        path = resp.get("filePath") or args.get("file_path")
+        if not isinstance(path, str) or not path:
             return None
-        old = resp.get("originalFile")
-        if resp.get("type") == "create":
-            old = None
-        elif not isinstance(old, str):
-            return None
-        try:
-            new: str | None = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            new = resp.get("content") if isinstance(resp.get("content"), str) else None
-        if new is None:
-            return None
-        key = _key(session, path)
+        texts = edited(name, args, resp)
+        if texts is None:  # no original in the report (a file too large to include)
+            after = await asyncio.to_thread(self._readable, session, path, args, resp)
+            before = before_patch(after, resp.get("structuredPatch")) if after else None
+            if before is None or after is None:
+                return None  # stored as it is, its id beside Claude Code's answer
+            texts = (before, after)
+        old, new = texts
         return await session.insert_edit(
-            _EDITS[name], {"path": path, **_without(args, "file_path")}, [(path, key, old, new)],
-            call_ref=ref, seen=len(json.dumps(resp, default=str)),
+            _EDITS[name], {"path": path, **_without(args, "file_path")},
+            [(path, _key(session, path), old, new)], call_ref=ref,
+            seen=len(json.dumps(resp, default=str)),
         )  # fmt: skip
 
     async def _notebook(self, session: Session, args: dict[str, Any], resp: dict[str, Any],
                         ref: str | None) -> str | None:  # fmt: skip
         """NotebookEdit: Claude Code's answer is built from the cell ("Updated cell … with …"),
-        so, as for an edit, the id and the diff of the notebook file go as context."""
+        so, as for an edit, the id and the diff of the notebook file go as context: the file
+        before and after as Claude Code reports them."""
         path = resp.get("notebook_path") or args.get("notebook_path")
         old, new = resp.get("original_file"), resp.get("updated_file")
         if resp.get("error") or not isinstance(path, str) or not isinstance(old, str):
             return None  # a failed edit: stored, its id beside Claude Code's error
-        # The file as written, so its hash is the one a later read finds.
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            new = Path(path).read_text(encoding="utf-8")
         if not isinstance(new, str):
+            new = await asyncio.to_thread(self._readable, session, path, args, resp)
+        if new is None:
             return None
         return await session.insert_edit(
             "edit", {"path": path, **_without(args, "notebook_path")},
             [(path, _key(session, path), old, new)], call_ref=ref,
             seen=len(json.dumps(resp, default=str)),
         )  # fmt: skip
+
+    @staticmethod
+    def _readable(session: Session, path: str, args: dict[str, Any], resp: dict[str, Any]
+                  ) -> str | None:  # fmt: skip
+        """The text of a file an edit's report names, when the hook may read it: a regular
+        file inside the session's working folder, or the file Claude Code says it just wrote
+        (the report's path is the input's); never a FIFO or a device, at most MAX_FILE_BYTES.
+        None otherwise. Runs in a thread."""
+        data = _project_file(session, path)
+        given = args.get("file_path", args.get("notebook_path"))
+        if data is None and given == path and os.path.isabs(path):
+            with contextlib.suppress(OSError):
+                data = read_regular(path, MAX_FILE_BYTES)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
 
     async def _search(self, session: Session, name: str, args: dict[str, Any],
                       resp: dict[str, Any], ref: str | None) -> dict[str, Any]:  # fmt: skip
@@ -604,7 +715,7 @@ async def _written(path: Path, call_id: Any) -> None:
     deadline = time.monotonic() + _WRITTEN_WAIT
     while True:
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 size = f.seek(0, os.SEEK_END)
                 f.seek(max(0, size - _WRITTEN_TAIL))
                 if needle in f.read():
@@ -687,16 +798,50 @@ def _without(args: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k != key}
 
 
-def _file_facts(path: str, total: int) -> tuple[str, int | None]:
+def _file_facts(session: Session, path: str, first: int, lines: list[str], total: int
+                ) -> tuple[str, int | None]:  # fmt: skip
     """The file's real SHA-256 and number of lines as the rules count them (the hook runs right
-    after the read); when it cannot be read any more, a stand-in hash that changes with the
-    path and length, and None."""
+    after the read), when the hook may read it: a regular file inside the session's working
+    folder, or one that holds exactly the lines Claude Code reports it read there (so nothing
+    of a file the model was not shown gets in). Otherwise, or when it cannot be read any more,
+    a stand-in hash that changes with the path, the lines shown and the length, and None."""
+    data = _project_file(session, path)
+    if data is None and os.path.isabs(path):
+        with contextlib.suppress(OSError):
+            found = read_regular(path, MAX_FILE_BYTES)
+            if _holds(found, first, lines):
+                data = found
+    if data is None:
+        shown = hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
+        stand_in = f"ctxview-hook\0{path}\0{first}\0{shown}\0{total}"
+        return hashlib.sha256(stand_in.encode("utf-8", "surrogatepass")).hexdigest(), None
+    count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    return hashlib.sha256(data).hexdigest(), count
+
+
+def _holds(data: bytes, first: int, lines: list[str]) -> bool:
+    """Whether the file's lines from `first` are `lines` (a `\r` before `\n` not counted)."""
+    text = data.decode("utf-8", "replace").split("\n")
+    window = [line.removesuffix("\r") for line in text[first - 1 : first - 1 + len(lines)]]
+    return bool(lines) and window == [line.removesuffix("\r") for line in lines]
+
+
+def _project_file(session: Session, path: str) -> bytes | None:
+    """The bytes of `path` when it is a regular file inside the session's working folder (a
+    folder of `/` holds nothing: it would hold every file), opened one component at a time
+    without following links and never waiting (`tools.safe_fs`), at most MAX_FILE_BYTES; None
+    otherwise."""
+    ws = session.workspace
+    if ws.real == os.sep:
+        return None
     try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return hashlib.sha256(f"ctxview-hook\0{path}\0{total}".encode()).hexdigest(), None
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-    return hashlib.sha256(data).hexdigest(), lines
+        key = ws.resolve(path)
+        st = safe_fs.lstat(ws.real, key)
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return None
+        return safe_fs.read(ws.real, key)
+    except (ToolError, OSError, ValueError):
+        return None
 
 
 def _agent_file(transcript: str | None, session_id: str, agent: str) -> str | None:
@@ -725,9 +870,9 @@ def _compact_summary(transcript: Any, start: int = 0) -> str:
     if not isinstance(transcript, str):
         return ""
     try:
-        with open(transcript, "rb") as f:
+        with open_regular(transcript) as f:
             f.seek(start)
-            lines = f.read().split(b"\n")
+            lines = f.read(MAX_SUMMARY_BYTES).split(b"\n")
     except OSError:
         return ""
     for raw in reversed(lines):

@@ -18,12 +18,18 @@ import os
 import time
 from pathlib import Path
 
+from ..importers.common import TooDeep, parse_line
 from . import failures
 from .claude_hooks import HookEngine
 from .hook_client import BUDGET, event_name, private_folder, socket_path
 
 IDLE = 900.0  # seconds without a hook before the engine exits
+RETRY = 1.0  # seconds between two tries to open a store that could not be opened for writing
 STEP_BUDGET = BUDGET - 0.5  # the engine gives up on a step before the client does
+
+
+class StoreUnwritable(Exception):
+    """The store cannot be opened for writing (the sentence says which and why)."""
 
 
 class Daemon:
@@ -34,23 +40,53 @@ class Daemon:
         self.stopping = False
         self.code = _code_stamp()
         self.server: asyncio.AbstractServer | None = None
+        self.inode: int | None = None
+        # Why the store could not be opened for writing, and when it was last tried: while it
+        # cannot, every hook fails at once (recorded) instead of waiting out its budget for an
+        # engine that never comes, and the store is tried again now and then.
+        self.unwritable: str | None = None
+        self.tried = 0.0
 
-    async def _same_store(self) -> None:
-        """A store removed or replaced since the engine opened it (a person starting afresh)
-        is opened again, rather than written to as a file nobody can see any more."""
+    async def _open(self) -> None:
+        """Open the store (a new engine over it); on failure, remember why."""
+        self.tried = time.monotonic()
+        engine = HookEngine(self.store)
         try:
-            now = os.stat(self.store).st_ino
-        except FileNotFoundError:
+            await engine.open()
+            self.inode = os.stat(self.store).st_ino
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                await engine.close()
+            why = _why(exc)  # the store's own sentence names it, mostly
+            self.unwritable = why if str(self.store) in why else f"the store {self.store}: {why}"
+            return
+        self.engine, self.unwritable = engine, None
+
+    async def _ready(self) -> None:
+        """The engine, over the store as it is now: a store removed or replaced since the engine
+        opened it (a person starting afresh) is opened again, rather than written to as a file
+        nobody can see any more; one that could not be opened is tried again after RETRY
+        seconds. Raises StoreUnwritable at once otherwise."""
+        if self.unwritable is not None:
+            if time.monotonic() - self.tried >= RETRY:
+                await self._open()
+            if self.unwritable is not None:
+                raise StoreUnwritable(self.unwritable)
+            return
+        try:
+            now: int | None = os.stat(self.store).st_ino
+        except OSError:
             now = None
         if now != self.inode:
             await self.engine.close()
-            self.engine = HookEngine(self.store)
-            await self.engine.open()
-            self.inode = os.stat(self.store).st_ino
+            await self._open()
+            if self.unwritable is not None:
+                raise StoreUnwritable(self.unwritable)
 
     async def serve(self, path: Path) -> None:
-        await self.engine.open()
-        self.inode: int | None = os.stat(self.store).st_ino
+        await self._open()
+        if self.unwritable is not None:
+            failures.record(self.store, "engine", self.unwritable)
         self.server = await asyncio.start_unix_server(self._client, path=str(path))
         os.chmod(path, 0o600)
         try:
@@ -79,11 +115,16 @@ class Daemon:
                 self.stopping = True
                 answer = str(os.getpid()).encode()  # `stop` waits for this process to end
             else:
-                payload = json.loads(raw)
+                try:
+                    payload = parse_line(raw)
+                except TooDeep:
+                    raise
+                except ValueError as exc:
+                    raise ValueError(f"the hook input is not JSON ({exc})") from None
                 if not isinstance(payload, dict):
                     raise ValueError("the hook input is not a JSON object")
                 event = str(payload.get("hook_event_name") or event)
-                await self._same_store()
+                await self._ready()
                 output = await asyncio.wait_for(self.engine.handle(event, payload), STEP_BUDGET)
                 if output is not None:
                     answer = json.dumps(output, ensure_ascii=False).encode()
@@ -91,6 +132,10 @@ class Daemon:
             what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if isinstance(exc, TimeoutError):
                 what = f"the step took longer than {STEP_BUDGET:g} s"
+            elif isinstance(exc, StoreUnwritable):
+                what = str(exc)
+            elif isinstance(exc, TooDeep):
+                what = f"the hook input is {exc}"
             event, detail = failures.about(raw, event)
             failures.record(self.store, event, what, detail)
         try:
@@ -102,6 +147,11 @@ class Daemon:
         self.last = time.monotonic()
         if _code_stamp() != self.code:  # ctxview was upgraded: the next hook starts a new one
             self.stopping = True
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc)
+    return text if text else type(exc).__name__
 
 
 def _code_stamp() -> float:

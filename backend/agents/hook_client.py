@@ -31,7 +31,8 @@ _MARGIN = 0.25  # kept back for exiting cleanly
 EVENTS = {"post-tool-use": "PostToolUse", "post-tool-use-failure": "PostToolUseFailure",
           "session-start": "SessionStart", "pre-compact": "PreCompact",
           "session-end": "SessionEnd", "stop": "Stop",
-          "user-prompt-submit": "UserPromptSubmit"}  # fmt: skip
+          "user-prompt-submit": "UserPromptSubmit",
+          "subagent-stop": "SubagentStop"}  # fmt: skip
 
 
 class Budget(Exception):

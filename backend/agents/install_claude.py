@@ -31,6 +31,7 @@ HOOKS: dict[str, tuple[str, str | None]] = {
     "SessionStart": ("session-start", None),
     "PreCompact": ("pre-compact", None),
     "Stop": ("stop", None),  # the turn's last message, from the transcript
+    "SubagentStop": ("subagent-stop", None),  # a sub-agent is done: its session ends
     "SessionEnd": ("session-end", None),
     # A background task's report arrives as a prompt (`<task-notification>`): its id, given
     "UserPromptSubmit": ("user-prompt-submit", None),

@@ -96,27 +96,33 @@ def _try_lock(fd: int) -> bool:
 
 
 async def stored_calls(writer: Any, session_id: str) -> set[str]:
-    """The `call_ref`s of the results a session holds (an importer asks which results a hook
-    already stored). Through the writer's own connection, in one hop."""
+    """The `call_ref`s of the results stored in a session's tree (an importer asks which results
+    a hook or the MCP server already stored: a sub-agent's recall is answered, and may be
+    stored, in another session of the tree). Through the writer's own connection, in one hop."""
+    from ..store import tree
     from ..store.connect import on_thread
 
     def _query(conn: sqlite3.Connection) -> set[str]:
-        rows = conn.execute(
-            "SELECT call_ref FROM events WHERE session = ? AND kind = 'result' "
-            "AND call_ref IS NOT NULL", (session_id,)
-        ).fetchall()
-        return {r[0] for r in rows}
+        out: set[str] = set()
+        for sid in tree.members(conn, tree.root_of(conn, session_id)):
+            rows = conn.execute(
+                "SELECT call_ref FROM events WHERE session = ? AND kind = 'result' "
+                "AND call_ref IS NOT NULL", (sid,)
+            ).fetchall()
+            out.update(r[0] for r in rows)
+        return out
 
     return await on_thread(writer._conn, _query)
 
 
 async def next_rid(writer: Any, session_id: str) -> int:
-    """The session's stored `next_rid`: an importer beside a hook (another process) takes its
-    next id past the ones the hook took since it looked."""
+    """The next id of the session's tree as stored: an importer beside a hook (another process)
+    takes its next id past the ones the hook, a sub-agent's hook or the MCP server took since it
+    looked."""
+    from ..store import tree
     from ..store.connect import on_thread
 
     def _query(conn: sqlite3.Connection) -> int:
-        row = conn.execute("SELECT next_rid FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return int(row[0]) if row else 0
+        return tree.next_rid(conn, tree.root_of(conn, session_id))
 
     return await on_thread(writer._conn, _query)

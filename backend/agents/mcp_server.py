@@ -42,10 +42,11 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 from ..prompts import CLAUDE, MCP, RECALL, Active, context_block
 from ..session import TOOLS, Session, new_session_id
-from ..store import Writer
+from ..store import Writer, tree
 from ..store.records import EVENT_COLUMNS, Event
 from ..store.schema import StoreError
 from . import failures, live
+from .caller import calling_session
 
 TOOL_SETS: dict[str, tuple[str, ...]] = {"recall": ("recall",), "all": TOOLS}
 CODEX = "codex"  # importers.detect.CODEX, without importing the importers on this path
@@ -103,7 +104,9 @@ class Connection:
     # Which session
 
     def session_for(self, meta: Mapping[str, Any], client: str) -> tuple[str, str]:
-        """(store session id, its source) for a call with this `_meta` from this client."""
+        """(store session id, its source) for a call with this `_meta` from this client. For
+        Claude Code, the session at the top of its tree (`caller` tells which of the tree's
+        conversations made the call)."""
         if sid := self.env.get("CTXVIEW_SESSION"):
             return sid, "live"
         if self.env.get("CLAUDE_CODE_SESSION_ID") or self.env.get("CLAUDECODE"):
@@ -127,32 +130,44 @@ class Connection:
                    client: str = "") -> str:  # fmt: skip
         """Run `tool` in the right session; the exact text the model is given."""
         meta = meta or {}
-        sid, source = self.session_for(meta, client)
+        root, source = self.session_for(meta, client)
         ref = next((str(meta[k]) for k in _CALL_KEYS if meta.get(k)), None)
-        lock = self.locks.setdefault(sid, asyncio.Lock())
-        # This process's own calls first (the asyncio lock), then other processes' (the flock).
-        async with lock, live.session_lock(self.store, sid):
-            session = await self._session(sid, source, client)
+        sid = root
+        if source == live.CLAUDE and self.store.exists():
+            # A sub-agent's call is its own session's (its ids are its tree's, as the root's).
+            sid = await calling_session(self._connect(), root, ref)
+        lock = self.locks.setdefault(root, asyncio.Lock())
+        # This process's own calls first (the asyncio lock), then other processes' (the flock),
+        # for the whole tree: its sessions share one id counter.
+        async with lock, live.session_lock(self.store, root):
+            session = await self._session(sid, source, client, root)
             try:
                 text = await session.run(tool, args, call_ref=ref)
             except BaseException:
                 # Half a step may be in memory and not in the store: start again from it.
                 self.cached.pop(sid, None)
+                with contextlib.suppress(sqlite3.Error):
+                    session.ids.rewind(self._next_rid(sid))
                 raise
             # The next call compares the store with this.
             self.cached[sid] = (session, self._last_seq(sid))
         return text
 
-    async def _session(self, sid: str, source: str, client: str) -> Session:
+    async def _session(self, sid: str, source: str, client: str, root: str | None = None
+                       ) -> Session:  # fmt: skip
         writer = await self._writer()
         cached = self.cached.get(sid)
         if cached is not None:
             session, seen = cached
             if seen != self._last_seq(sid):  # a hook (or an import) wrote since: catch up
                 session.catch_up(self._results_after(sid, seen), self._next_rid(sid))
+            else:  # another session of its tree (a sub-agent's hook) may have taken ids
+                session.advance_ids(self._next_rid(sid))
             return session
         info = await writer.session_info(sid)
-        if info is None:
+        if info is None and root is not None and sid != root:
+            session = await self._create_agent(writer, sid, root)
+        elif info is None:
             session = await self._create(writer, sid, source, client)
         else:
             session = await Session.resume(writer, sid)
@@ -180,6 +195,28 @@ class Connection:
             self.made_live.add(sid)
         return session
 
+    async def _create_agent(self, writer: Writer, sid: str, root: str) -> Session:
+        """A sub-agent's session, made by its first call here (before any of its hooks): a
+        hooked child of `root`, as the hooks and the importer name it."""
+        info = await writer.session_info(root)
+        agent = sid.removeprefix("cc-")
+        transcript = Path(info["source_path"]) if info and info["source_path"] else None
+        path = (transcript.with_suffix("") / "subagents" / f"agent-{agent}.jsonl"
+                if transcript else None)  # fmt: skip
+        call = json.loads(info["data"] or "{}").get("agents", {}).get(agent) if info else None
+        root_dir = Path(info["workspace"]) if info and info["workspace"] else self.workspace
+        return await Session.start(
+            writer, root_dir, title=root_dir.name or "claude code", source=live.CLAUDE,
+            session_id=sid, source_path=str(path) if path else None, source_ref=agent,
+            parent_session=root, parent_call=call, data=json.dumps({"hooked": True}),
+        )  # fmt: skip
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._probe is None:
+            self._probe = sqlite3.connect(f"file:{self.store}?mode=ro", uri=True, timeout=5,
+                                          check_same_thread=False)  # fmt: skip
+        return self._probe
+
     async def _writer(self) -> Writer:
         if self.writer is None:
             self.writer = await Writer.open(self.store)
@@ -187,10 +224,7 @@ class Connection:
 
     def _last_seq(self, sid: str) -> int:
         """The session's newest event seq: one indexed lookup on a read-only connection."""
-        if self._probe is None:
-            self._probe = sqlite3.connect(f"file:{self.store}?mode=ro", uri=True, timeout=5,
-                                          check_same_thread=False)  # fmt: skip
-        row = self._probe.execute(
+        row = self._connect().execute(
             "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (sid,)
         ).fetchone()
         return int(row[0])
@@ -205,9 +239,9 @@ class Connection:
         return [Event.from_row(r[0], r[1], r[2:]) for r in rows]
 
     def _next_rid(self, sid: str) -> int:
-        assert self._probe is not None
-        row = self._probe.execute("SELECT next_rid FROM sessions WHERE id = ?", (sid,)).fetchone()
-        return int(row[0])
+        """The next id of `sid`'s tree as stored (`store.tree`)."""
+        probe = self._connect()
+        return tree.next_rid(probe, tree.root_of(probe, sid))
 
     # Closing
 

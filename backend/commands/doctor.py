@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shlex
 import time
 from pathlib import Path
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             what = " ".join(str(f[k]) for k in ("tool_name", "tool_use_id") if f.get(k))
             print(f"  {when}  {f.get('event', '?')}{' ' + what if what else ''}: {f.get('error')}")
         if args.clear:
-            Path(failures.log_path(store)).unlink(missing_ok=True)
+            failures.clear(store)
             print("  (cleared)")
     else:
         print("hook failures: none")
@@ -52,6 +53,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _store(store: Path) -> int:
+    why = unwritable(store)
+    if why is not None:
+        print(f"  cannot be opened for writing: {why}; every hook fails (Claude Code keeps its "
+              "own output)")  # fmt: skip
+        if not store.exists():
+            return 1
     if not store.exists():
         print("  no store yet (the first hook or `ctxview demo` makes one)")
         return 0
@@ -61,19 +68,45 @@ def _store(store: Path) -> int:
         print(f"  cannot be opened: {exc}")
         return 1
     print(f"  opens; {len(rows)} live Claude Code session(s)"
-          + "".join(f"\n    {sid}  {ws}" for sid, ws in rows))  # fmt: skip
-    return 0
+          + "".join(f"\n    {sid}  {ws}" + (f"  (+{n} sub-agent{'s' * (n != 1)} running)"
+                                              if n else "") for sid, ws, n in rows))  # fmt: skip
+    return 1 if why else 0
 
 
-async def _live(store: Path) -> list[tuple[str, str]]:
+def unwritable(store: Path) -> str | None:
+    """Why a hook could not open the store for writing, looked at without writing anything;
+    None when nothing says it could not."""
+    if store.exists():
+        if not os.access(store, os.W_OK):
+            return f"{store} is read-only (or immutable)"
+        folder = store.parent
+        if not Path(f"{store}-wal").exists() and not os.access(folder, os.W_OK | os.X_OK):
+            return f"its folder {folder} cannot be written (SQLite makes its -wal and -shm there)"
+        return None
+    for above in store.parents:  # the nearest folder there is: the store would be made below
+        if not above.exists() and not above.is_symlink():
+            continue
+        if not above.is_dir():
+            return f"{above} is a file, not a folder, so the store cannot be made below it"
+        if not os.access(above, os.W_OK | os.X_OK):
+            return f"the folder {above} cannot be written, so the store cannot be made there"
+        return None
+    return None
+
+
+async def _live(store: Path) -> list[tuple[str, str, int]]:
+    """The live hooked Claude Code sessions (a sub-agent is its session's, not one of them),
+    each with how many of its sub-agents are running."""
     from ..store import Reader
 
     async with await Reader.open(store) as reader:
         rows = await reader._conn.execute_fetchall(
-            "SELECT id, workspace FROM sessions WHERE source = 'claude-code' AND ended IS NULL "
-            "AND json_extract(data, '$.hooked') ORDER BY started DESC LIMIT 10"
+            "SELECT s.id, s.workspace, (SELECT count(*) FROM sessions c WHERE "
+            "c.parent_session = s.id AND c.ended IS NULL) FROM sessions s "
+            "WHERE s.source = 'claude-code' AND s.ended IS NULL AND s.parent_session IS NULL "
+            "AND json_extract(s.data, '$.hooked') ORDER BY s.started DESC LIMIT 10"
         )
-    return [(r[0], r[1]) for r in rows]
+    return [(r[0], r[1], int(r[2])) for r in rows]
 
 
 def _claude(scope: str) -> int:

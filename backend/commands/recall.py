@@ -29,7 +29,9 @@ async def _run(args: argparse.Namespace) -> int:
     reader = await open_reader(args)
     try:
         session = await pick_session(reader, args)
-        body = await reader.body(session.id, rid)
+        # One id space per session tree: a sub-agent's id is found from its parent, and back.
+        holder = await reader.tree_holder(session.id, rid) or session.id
+        body = await reader.body(holder, rid)
     finally:
         await reader.close()
     if body is None:

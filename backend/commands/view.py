@@ -38,8 +38,11 @@ async def _check(args: argparse.Namespace) -> str | None:
             rid = parse_id(args.jump)
             if rid is None:
                 raise CliError(f"{args.jump!r} is not a result id (hex digits, with or without #).")
-            if await reader.result(session_id, rid) is None:  # type: ignore[arg-type]
+            # The id may be a sub-agent's (or its parent's): one id space per session tree.
+            holder = await reader.tree_holder(session_id, rid)  # type: ignore[arg-type]
+            if holder is None:
                 raise CliError(f"There is no result {format_id(rid)} in session {session_id}.")
+            session_id = holder
         return session_id
     finally:
         await reader.close()

@@ -92,7 +92,8 @@ def href(ctx: Ctx, space: Space, rid: int) -> str:
 def id_link(ctx: Ctx, rid: int, label: str, space: Space | None = None) -> str:
     space = space or ctx.space
     where = space.epoch_of.get(rid)
-    url = href(ctx, space, rid)
+    owner = space.holder(rid) or space
+    url = href(ctx, owner, rid)  # a sub-agent's or its parent's id: where that result is
     if where is not None and where < ctx.epoch:
         return (f'<a class="id stale" href="{url}">{esc(label)}</a>'
                 f'<span class="note"> (not in context since boundary {where + 1})</span>')  # fmt: skip
@@ -101,8 +102,9 @@ def id_link(ctx: Ctx, rid: int, label: str, space: Space | None = None) -> str:
 
 def linked(ctx: Ctx, text: str) -> str:
     """Escaped text with every id of the session a link."""
-    known = ctx.space.epoch_of
-    return link_ids(text, known.__contains__, lambda rid, label: id_link(ctx, rid, label), esc)
+    space = ctx.space
+    return link_ids(text, lambda rid: space.holder(rid) is not None,
+                    lambda rid, label: id_link(ctx, rid, label), esc)  # fmt: skip
 
 
 # Markdown (messages, summaries): raw HTML and images off, ids linked in text and code.

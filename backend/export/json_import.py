@@ -4,11 +4,12 @@ sequence numbers and texts in another store. A session already in the store is l
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from ..importers.common import parse_line
 from ..importers.detect import NotTranscript
+from ..regular_file import open_regular
 from ..store import Writer
 from ..store.records import EVENT_COLUMNS, Body, Event
 from .jsonl import FORMAT, VERSION
@@ -47,8 +48,11 @@ async def import_export(writer: Writer, path: Path) -> Any:
     report = FileReport(str(path), format=FORMAT)
     skip: set[str] = set()
     created: set[str] = set()
-    with open(path, "rb") as f:
-        header = json.loads(f.readline() or b"{}")
+    with open_regular(path) as f:
+        try:
+            header = parse_line(f.readline() or b"{}")
+        except ValueError:  # not JSON, or nested too deep
+            header = None
         if not is_export(header):
             raise BadExport(f"{path} does not start with a ctxview export header.")
         if int(header["version"]) > VERSION:
@@ -65,7 +69,7 @@ async def import_export(writer: Writer, path: Path) -> Any:
                 if not raw.strip():
                     continue
                 try:
-                    rec = json.loads(raw)
+                    rec = parse_line(raw)  # a line nested too deep: TooDeep, listed
                     kind = rec.get("type")
                     if kind == "session":
                         await _session(writer, rec, skip, created)

@@ -50,7 +50,8 @@ class MdExport:
 
     def link(self, space: Space, epoch: int, rid: int, label: str) -> str:
         where = space.epoch_of.get(rid)
-        text = f"[{label}](#{anchor(space, rid)})"
+        # A sub-agent's or its parent's id (one id space per tree): its anchor is that session's.
+        text = f"[{label}](#{anchor(space.holder(rid) or space, rid)})"
         if where is not None and where < epoch:
             text += f" *(not in context since boundary {where + 1})*"
         return text
@@ -74,7 +75,7 @@ class MdExport:
         parts = re.split(r"(`[^`]*`)", line)  # leave code spans as they are
         for i in range(0, len(parts), 2):
             parts[i] = link_ids(
-                parts[i], space.epoch_of.__contains__,
+                parts[i], lambda rid: space.holder(rid) is not None,
                 lambda rid, label: self.link(space, epoch, rid, label),
                 lambda s: _HTML_START.sub("&lt;", s),
             )  # fmt: skip

@@ -32,10 +32,18 @@ class Space:
     orphans: list[Space] = field(default_factory=list)  # sub-agents whose call is not here
     call_rid: dict[str, int] = field(default_factory=dict)  # call_ref -> its result's id
     pointed_by: dict[int, list[int]] = field(default_factory=dict)  # rid -> stubs/recalls to it
+    # rid -> the session of the export holding it: a session and its sub-agents share one id
+    # space (store/tree.py), so a sub-agent's recall of its parent's id links there. One dict
+    # for the whole export.
+    tree: dict[int, Space] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
         return self.info.row.id
+
+    def holder(self, rid: int) -> Space | None:
+        """The space whose result `rid` is: this one's own first, else another of the tree's."""
+        return self if rid in self.epoch_of else self.tree.get(rid)
 
     def anchor(self, rid: int) -> str:
         return self.prefix + format_id(rid, self.digits)[1:]
@@ -137,6 +145,10 @@ def build(source: Source, info: SessionInfo, page_bytes: int | None) -> Plan:
     plan.page_ids.append((first_rid, last_rid))
     plan.pages = page + 1
     _pointers(source, main)
+    for space in (main, *plan.spaces):
+        space.tree = main.tree
+        for rid in space.epoch_of:
+            main.tree.setdefault(rid, space)
     return plan
 
 

@@ -34,6 +34,7 @@ from .common import (
     check_time,
     codex_usage,
     id_text,
+    loads_bounded,
     need,
     path_text,
     when,
@@ -150,8 +151,8 @@ class CodexParser:
             if kind == "function_call":
                 raw = item.get("arguments")
                 try:
-                    args = json.loads(raw) if isinstance(raw, str) else raw
-                except (ValueError, RecursionError):
+                    args = loads_bounded(raw) if isinstance(raw, str) else raw
+                except ValueError:  # not JSON, or nested too deep to keep as it is
                     args = {"arguments": raw}
                 if not isinstance(args, dict):
                     args = {"arguments": args}

@@ -62,6 +62,54 @@ def path_text(value: Any) -> str | None:
     return value if isinstance(value, str) and value and "\x00" not in value else None
 
 
+# How deep a record may nest (a list in a dict in a list ... counts one level each). Claude
+# Code's and Codex's records nest a few tens of levels at most (a tool's JSON Schema in a request
+# record); past this, a record is skipped and listed, so nothing that walks it later (the
+# parser's saved state, the store's JSON, a copy) can run out of stack.
+MAX_DEPTH = 200
+
+
+class TooDeep(ValueError):
+    """A record nested deeper than MAX_DEPTH levels."""
+
+    def __init__(self) -> None:
+        super().__init__(f"nested deeper than {MAX_DEPTH} levels")
+
+
+def too_deep(value: Any, raw: bytes | str | None = None) -> bool:
+    """Whether `value` (parsed from `raw`, when given) nests deeper than MAX_DEPTH. Without a
+    stack of its own; a line with fewer brackets than that cannot, and is not walked."""
+    if not isinstance(value, dict | list):
+        return False
+    if raw is not None:
+        opens = (raw.count(b"[") + raw.count(b"{") if isinstance(raw, bytes)
+                 else raw.count("[") + raw.count("{"))  # fmt: skip
+        if opens <= MAX_DEPTH:
+            return False
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > MAX_DEPTH:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def loads_bounded(text: str | bytes) -> Any:
+    """JSON inside a record (Codex's function-call arguments): as `json.loads`, and TooDeep
+    (a ValueError) past MAX_DEPTH instead of a RecursionError, or a value that would be one."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise TooDeep from None
+    if too_deep(value, text):
+        raise TooDeep
+    return value
+
+
 def parse_line(raw: bytes) -> Any:
     """One JSON line (see `parse_record`), its strings made valid."""
     return parse_record(raw)[0]
@@ -70,15 +118,24 @@ def parse_line(raw: bytes) -> Any:
 def parse_record(raw: bytes) -> tuple[Any, bool]:
     """One JSON line and whether a string in it had to be repaired: orjson for speed; json where
     orjson is stricter (a lone surrogate escape, NaN, a BOM), and then every lone surrogate is
-    replaced by U+FFFD. ValueError or RecursionError when it is not JSON."""
+    replaced by U+FFFD. ValueError when it is not JSON, TooDeep (a ValueError) when it nests
+    deeper than MAX_DEPTH."""
     try:
-        return orjson.loads(raw), False
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         hits: list[int] = []
         try:
-            return _valid(json.loads(raw), hits), bool(hits)
+            value = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ValueError(_why(exc)) from None
+        except RecursionError:  # past orjson's 1024 levels: json's stack ran out too
+            raise TooDeep from None
+        if too_deep(value, raw):
+            raise TooDeep from None  # before `_valid`, which walks it on the stack
+        return _valid(value, hits), bool(hits)
+    if too_deep(value, raw):
+        raise TooDeep
+    return value, False
 
 
 def _why(exc: json.JSONDecodeError) -> str:

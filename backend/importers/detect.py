@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..regular_file import open_regular
 from .common import parse_line
 
 CLAUDE = "claude-code"
@@ -65,7 +66,7 @@ def detect(path: Path) -> str | None:
 
     Raises NotTranscript when the first lines that parse say neither format."""
     seen_json = False
-    with open(path, "rb") as f:
+    with open_regular(path) as f:  # a FIFO or a device is refused, never waited on
         for _ in range(_PEEK_LINES):
             if f.tell() >= _PEEK_BYTES:
                 break

@@ -12,6 +12,7 @@ another file already holds that id).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -20,10 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..agents.live import next_rid
+from ..regular_file import read_regular
 from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
-from .common import BadRecord, parse_line, parse_record, when
+from .common import BadRecord, TooDeep, parse_line, parse_record, when
 from .detect import CLAUDE, CODEX, EXPORT, NotTranscript, detect
 from .replay import Replay
 from .source import Identity, head_hash, identity, lines_from
@@ -168,8 +171,12 @@ class Hub:
             self._released[sid] = self._fields(replay, ended=self.last_ts)
 
     def _fields(self, replay: Replay, *, ended: float | None) -> dict[str, Any]:
-        fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False),
-                                  "ended": ended}  # fmt: skip
+        fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False)}
+        if not (self.format == CLAUDE and replay.data.get("hooked")):
+            # A hooked Claude Code session's life is its hooks' (SessionStart, SessionEnd,
+            # SubagentStop): an import of its transcript, live or not, neither ends it nor makes
+            # it live again (the hook engine's own import made ended sub-agents live).
+            fields["ended"] = ended
         if replay.title:
             fields["title"] = replay.title
         return fields
@@ -264,6 +271,9 @@ class FileImporter:
     one copy."""
 
     commit_lines: int | None = None  # tests: commit after this many lines as well
+    # How long a transaction reads before it commits (the hook engine's import commits often:
+    # the other sessions it serves wait for the store behind it).
+    commit_seconds: float = COMMIT_SECONDS
 
     def __init__(self, writer: Writer, path: Path | str) -> None:
         self.writer = writer
@@ -298,12 +308,18 @@ class FileImporter:
             try:
                 async with self.writer.batch(), self.writer.transaction(self._still_current):
                     more = await self._chunk(report, live, progress)
+                if more:
+                    # A turn for the other tasks of this process between two transactions (the
+                    # hook engine's other sessions wait for the store behind this import).
+                    await asyncio.sleep(0)
             except _Moved:
                 # Another import of this file committed first: carry on from where it stopped
                 # (what this one read past its own last commit is that one's to report).
                 report.problems = [p for p in report.problems if p.line <= self._saved_line]
+                await self._rewind_ids()
                 self._forget()
             except BaseException:
+                await self._rewind_ids()
                 self._forget()  # what was read since the last commit is not in the store
                 raise
         quiet = getattr(self.parser, "quiet", {})
@@ -316,6 +332,16 @@ class FileImporter:
         report.sessions = {sid for sid in report.sessions
                            if sid == report.session or await self.writer.session_info(sid)}  # fmt: skip
         return report
+
+    async def _rewind_ids(self) -> None:
+        """The ids the rolled-back rows took go back to their tree's counter (shared with other
+        Sessions of the tree on this writer, `Writer.id_space`): the rerun gives them again,
+        as one clean import does. Best effort: a store that fails now is failing anyway."""
+        if self.hub is None:
+            return
+        with contextlib.suppress(Exception):
+            for replay in list(self.hub.replays.values()):
+                replay.session.ids.rewind(await next_rid(self.writer, replay.id))
 
     async def _still_current(self) -> None:
         """Run as the write lock is taken: what this chunk read from the store must not have
@@ -406,7 +432,9 @@ class FileImporter:
             if progress is not None:
                 progress.advance(line.end - line.start)
             if error is not None:
-                if not _blank(raw):
+                if isinstance(error, TooDeep):
+                    report.problems.append(Problem(path, line.number, f"{error}: skipped"))
+                elif not _blank(raw):
                     report.problems.append(Problem(path, line.number, f"not JSON ({error})"))
             else:
                 if repaired:
@@ -422,7 +450,7 @@ class FileImporter:
                     report.problems.append(Problem(
                         path, line.number, f"unexpected shape ({type(exc).__name__}: {exc})"))  # fmt: skip
             if (self.commit_lines is not None and count >= self.commit_lines) or \
-                    time.monotonic() - started >= COMMIT_SECONDS:  # fmt: skip
+                    time.monotonic() - started >= self.commit_seconds:  # fmt: skip
                 return True
         return False
 
@@ -543,7 +571,7 @@ class FileImporter:
             meta = self.path.with_name(self.path.stem + ".meta.json")
             if meta.is_file():
                 try:
-                    found = parse_line(meta.read_bytes())
+                    found = parse_line(read_regular(meta, 1 << 20))
                 except (ValueError, RecursionError, OSError):
                     found = {}
                 if isinstance(found, dict):

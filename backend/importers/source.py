@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..regular_file import open_regular
+
 HEAD_BYTES = 4096
 
 
@@ -35,14 +37,15 @@ def identity(path: Path) -> Identity:
 
 def head_hash(path: Path, upto: int) -> str:
     """SHA-256 of the file's first min(upto, HEAD_BYTES) bytes: the same file grown keeps it."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         return hashlib.sha256(f.read(min(upto, HEAD_BYTES))).hexdigest()[:16]
 
 
 def lines_from(path: Path, offset: int, number: int) -> Iterator[Line]:
     """Lines from byte `offset` (line `number` + 1 onwards), one at a time: a line of any length
-    is read whole, but the file never is. The last line may be incomplete (no newline yet)."""
-    with open(path, "rb") as f:
+    is read whole, but the file never is. The last line may be incomplete (no newline yet).
+    Only a regular file is read (`NotRegularFile`, an OSError, for a FIFO, a device, a folder)."""
+    with open_regular(path) as f:
         f.seek(offset)
         pos = offset
         for raw in f:

@@ -8,7 +8,8 @@ from typing import Any
 
 import aiosqlite
 
-from .connect import identity, open_connection, sidecars, tidy_after_read
+from . import tree
+from .connect import identity, on_thread, open_connection, sidecars, tidy_after_read
 from .records import EVENT_COLUMNS, SESSION_COLUMNS, Body, Event, SessionRow
 from .schema import StoreError
 from .search import Hit, fts_query
@@ -210,6 +211,11 @@ class Reader:
             _EVENT_SELECT + " WHERE session = ? AND rid = ?", (session_id, rid)
         )
         return _event(rows[0]) if rows else None
+
+    async def tree_holder(self, session_id: str, rid: int) -> str | None:
+        """The session of `session_id`'s tree (it, its sub-agents, its parent: one id space,
+        `store/tree.py`) that holds result `rid`: its own first; None when none does."""
+        return await on_thread(self._conn, tree.holder, session_id, rid)
 
     async def pointing_at(self, session_id: str, rid: int) -> list[Event]:
         """The stubs and recalls that point back at a result."""

@@ -14,9 +14,11 @@ from typing import Any
 
 import aiosqlite
 
+from . import tree
 from .connect import on_thread, open_connection
 from .records import EVENT_COLUMNS, Body, Event, Pending
 from .schema import StoreError
+from .tree import IdSpace
 
 _EVENT_SQL = (
     f"INSERT INTO events (session, seq, {', '.join(EVENT_COLUMNS)}) VALUES "
@@ -156,6 +158,7 @@ class Writer:
         self._lease_task: asyncio.Task[None] | None = None
         self._lease_wake = asyncio.Event()
         self._closing = False
+        self._id_spaces: dict[str, IdSpace] = {}  # tree root -> its counter (`id_space`)
 
     @classmethod
     async def open(cls, path: Path | str, *, fts_max_chars: int = 1_000_000) -> Writer:
@@ -450,6 +453,33 @@ class Writer:
         bytes (half the memory of the text it decodes to; recall decodes only a window)."""
         await self.flush()
         return await on_thread(self._conn, _stored_data, session_id, rid)
+
+    async def tree_stored_data(self, session_id: str, rid: int) -> str | bytes | None:
+        """`stored_data` of result `rid` in the session's tree (`store/tree.py`): the session's
+        own, else the sub-agent's or parent's that holds it."""
+        await self.flush()
+
+        def _find(conn: sqlite3.Connection) -> str | bytes | None:
+            sid = tree.holder(conn, session_id, rid)
+            return None if sid is None else _stored_data(conn, sid, rid)
+
+        return await on_thread(self._conn, _find)
+
+    async def id_space(self, session_id: str) -> IdSpace:
+        """The id counter of the tree `session_id` belongs to (itself, or as a sub-agent its
+        parent's tree), shared by every Session of that tree on this writer and advanced to the
+        tree's stored next id: past every id another process gave in the tree."""
+
+        def _look(conn: sqlite3.Connection) -> tuple[str, int]:
+            root = tree.root_of(conn, session_id)
+            return root, tree.next_rid(conn, root)
+
+        root, stored = await on_thread(self._conn, _look)
+        space = self._id_spaces.get(root)
+        if space is None:
+            space = self._id_spaces[root] = IdSpace(root, stored)
+        space.advance(stored)
+        return space
 
     async def stored_text(self, session_id: str, rid: int) -> str | None:
         await self.flush()

@@ -110,8 +110,8 @@ class FakeAnthropic:
                 if key in first:
                     script = steps
             step = script.pop(0) if script else {"text": "Done."}
-            if callable(step):  # a step that depends on what the model was sent
-                step = step(body)
+        if callable(step):  # a step decided by what the model was sent (an id it was given)
+            step = step(body)
         if "tool" in step:
             self._n += 1
             return [{"type": "tool_use", "id": f"toolu_{self.prefix}{self._n:04d}_{step['tool']}",

@@ -42,9 +42,11 @@ def test_a_sub_agents_results_land_in_its_own_linked_session(tmp_path: Path) -> 
             result = p.claude(api.url, "use an agent")
             requests = api.main_requests
         sid = result["session_id"]
+        # The sub-agent's read and the Agent call's output share one id counter (the call's
+        # hook, as Claude Code launches the agent, comes first).
         sub = next(r for r in requests if "toolu_0002_Read" in tool_results(r))
         assert tool_results(sub)["toolu_0002_Read"].startswith(
-            f"0\t[#1000 {p.root / 'a.txt'} lines 1-2 of 2 sha ")  # fmt: skip
+            f"0\t[#1001 {p.root / 'a.txt'} lines 1-2 of 2 sha ")  # fmt: skip
         main = next(r for r in requests if "toolu_0001_Agent" in tool_results(r))
         beside = "\n".join(after_result(main, "toolu_0001_Agent"))
         assert "PostToolUse:Agent hook additional context: [#1000] is the id of this Agent " \
@@ -56,7 +58,7 @@ def test_a_sub_agents_results_land_in_its_own_linked_session(tmp_path: Path) -> 
         (call,) = conn.execute("SELECT parent_call FROM sessions WHERE id = ?", (agent,)).fetchone()
         assert call == "toolu_0001_Agent"
         assert conn.execute("SELECT tool, rid FROM events WHERE session = ? AND kind = 'result'",
-                            (agent,)).fetchall() == [("read", 0x1000)]  # fmt: skip
+                            (agent,)).fetchall() == [("read", 0x1001)]  # fmt: skip
 
 
 NOTE_ID = re.compile(r"\[(#[0-9a-f]+)\] is the id of the result in this task notification\.")

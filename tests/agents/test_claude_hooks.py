@@ -441,7 +441,7 @@ def test_the_client_prints_nothing_on_failure_and_records_it(tmp_path: Path) -> 
     try:
         done, _ = _client(store, b"not json")
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-        assert "JSONDecodeError" in failures.read(store)[-1]["error"]
+        assert "the hook input is not JSON" in failures.read(store)[-1]["error"]
         payload = json.dumps(bash_input(tmp_path, "ls", "a", "x1")).encode()
         done, _ = _client(store, payload, CTXVIEW_HOOK_FAIL="1")
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")

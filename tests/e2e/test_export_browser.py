@@ -82,7 +82,7 @@ def until(page: sync_api.Page, check: Callable[[], object], what: str, timeout: 
 
 
 def click_stub(page: sync_api.Page) -> None:
-    """The stub #1008 (an unchanged re-read) leads to #1003: its id, clicked, brings #1003
+    """The stub #100b (an unchanged re-read) leads to #1003: its id, clicked, brings #1003
     into view."""
     link = page.locator('div.bracket.stub a.id[href="#1003"]').first
     link.scroll_into_view_if_needed()
@@ -112,9 +112,9 @@ def test_demo_links_and_folds(demo: Path, browser: sync_api.Browser, js: bool) -
     assert elision.evaluate("d => d.open")
     assert elision.locator("pre").inner_text().count("\n") > 100
     # A link into the folded sub-agent opens it (the script, or the browser's own revealing).
-    page.goto((demo / "demo.html").as_uri() + "#a1-1000")
+    page.goto((demo / "demo.html").as_uri() + "#a1-1007")
     until(page, lambda: page.evaluate("document.getElementById('agent-1').open")
-          and in_view(page, "a1-1000"), "the sub-agent open, #a1-1000 in view")  # fmt: skip
+          and in_view(page, "a1-1007"), "the sub-agent open, #a1-1007 in view")  # fmt: skip
     assert all(u.startswith("file:") for u in fetched), fetched
     page.context.close()
 

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ..live_state import header_parts
-from ..messages import OpenSession, StoreChanged
+from ..messages import Jump, OpenSession, StoreChanged
 from ..widgets.footer import KeysFooter as Footer
 from ..widgets.prompt import PromptBar
 from ..widgets.title_line import TitleLine
@@ -260,10 +260,9 @@ class TranscriptScreen(Screen[None]):
         loaded first (`far_jump`)."""
         block = self.view.outline.block_of(rid)
         if block is None:
-            if not self.view.fully_loaded:
-                self.run_worker(self.far_jump(rid), group="jump")
-                return False
-            self.say(f"There is no result {format_id(rid, self.digits)} in this session.")
+            # Not loaded yet, or another session's of this one's tree (a sub-agent's id, or
+            # its parent's: they share one id space): looked up in the store.
+            self.run_worker(self.far_jump(rid), group="jump")
             return False
         self._remember(block.seq)
         self.view.move_to(block, top=True)
@@ -278,6 +277,10 @@ class TranscriptScreen(Screen[None]):
         finally:
             self.view.hold_loading(False)
         if ev is None or ev.seq is None:
+            holder = await self.app.reader.tree_holder(self.session_id, rid)  # type: ignore[attr-defined]
+            if holder is not None and holder != self.session_id:
+                self.app.post_message(Jump(holder, rid))  # its transcript, at that id
+                return
             self.say(f"There is no result {format_id(rid, self.digits)} in this session.")
             return
         block = self.view.outline.block_of(rid)  # loaded meanwhile
