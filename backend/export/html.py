@@ -124,7 +124,15 @@ def _md() -> Any:
         return f"<code>{linked(env['ctx'], tokens[idx].content)}</code>"
 
     def fence(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
-        return f"<pre><code>{linked(env['ctx'], tokens[idx].content)}</code></pre>\n"
+        token = tokens[idx]
+        code = token.content
+        body = linked(env["ctx"], code)
+        lang = token.info.split(maxsplit=1)[0] if token.info.strip() else ""
+        # Coloured in its language unless an id in it is a link (the links win).
+        colour = _fence_colour(code, lang) if lang and body == esc(code) else None
+        if colour is not None:
+            return f'<pre class="hl"><code>{colour}</code></pre>\n'
+        return f"<pre><code>{body}</code></pre>\n"
 
     rules["text"] = text
     rules["code_inline"] = code_inline
@@ -158,18 +166,49 @@ def _lexer(name: str) -> Lexer | None:
     return cls(stripnl=False, ensurenl=False)
 
 
+@cache
+def _fence_lexer(name: str) -> Lexer | None:
+    """The lexer a code fence's language names (```python, ```ts), or None."""
+    from pygments.lexers import find_lexer_class_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        cls = find_lexer_class_by_name(name.lower())
+    except ClassNotFound:
+        return None
+    if cls.name == "Text only":
+        return None
+    return cls(stripnl=False, ensurenl=False)
+
+
+# Token spans only: the page's CSS colours them under `pre.hl` (style.py), for either scheme.
 _FORMATTER = HtmlFormatter(nowrap=True)
 
 
+def _highlight(lines: list[str], lexer: Lexer) -> list[str]:
+    out = pyg_highlight("\n".join(lines) + "\n", lexer, _FORMATTER).split("\n")
+    return (out + [""] * len(lines))[: len(lines)]
+
+
 def coloured(lines: list[str], path: str | None) -> list[str] | None:
-    """Each line as HTML coloured for `path`'s language; None when there is no lexer."""
+    """Each line as HTML coloured for `path`'s language; None when there is no lexer. Goes in a
+    `<pre class="hl">`: the token colours apply only there."""
     if not path or sum(map(len, lines)) > HIGHLIGHT_CHARS:
         return None
     lexer = _lexer(path.rsplit("/", 1)[-1])
     if lexer is None:
         return None
-    out = pyg_highlight("\n".join(lines) + "\n", lexer, _FORMATTER).split("\n")
-    return (out + [""] * len(lines))[: len(lines)]
+    return _highlight(lines, lexer)
+
+
+def _fence_colour(code: str, lang: str) -> str | None:
+    if len(code) > HIGHLIGHT_CHARS:
+        return None
+    lexer = _fence_lexer(lang)
+    if lexer is None:
+        return None
+    lines = code.removesuffix("\n").split("\n")
+    return "\n".join(_highlight(lines, lexer)) + ("\n" if code.endswith("\n") else "")
 
 
 # Results
@@ -223,15 +262,16 @@ def _diff_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
 
 
 def _segment(ctx: Ctx, ev: Event, lines: list[str]) -> str:
+    """A run of a result's lines as a `<pre>`: diffs and reads in their file's language."""
     if not lines:
-        return ""
+        return "<pre></pre>"
     if ev.rkind in EDIT_KINDS:
-        return _diff_lines(ctx, lines, ev.path)
+        return f'<pre class="hl">{_diff_lines(ctx, lines, ev.path)}</pre>'
     if ev.tool == "read" and ev.rkind in ("full", "unchanged"):
-        return _read_lines(ctx, lines, ev.path)
+        return f'<pre class="hl">{_read_lines(ctx, lines, ev.path)}</pre>'
     if ev.rkind == "error":
-        return _plain_lines(ctx, lines, "err")
-    return _plain_lines(ctx, lines)
+        return f"<pre>{_plain_lines(ctx, lines, 'err')}</pre>"
+    return f"<pre>{_plain_lines(ctx, lines)}</pre>"
 
 
 def _elision(ctx: Ctx, line: str, n: int, index: int, stored: str | None) -> str:
@@ -295,11 +335,11 @@ def _body_html(ctx: Ctx, item: Item, lines: list[str], offset: int) -> str:
             run.append(line)
             continue
         if run:
-            parts.append(f"<pre>{_segment(ctx, ev, run)}</pre>")
+            parts.append(_segment(ctx, ev, run))
             run = []
         parts.append(_elision(ctx, line, int(m.group(1)), offset + i, item.stored))
     if run:
-        parts.append(f"<pre>{_segment(ctx, ev, run)}</pre>")
+        parts.append(_segment(ctx, ev, run))
     return "".join(parts)
 
 
