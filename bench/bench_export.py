@@ -82,9 +82,11 @@ def big(tmp: Path, rebuild: bool) -> None:
     pages = sorted(tmp.glob("big.p*.html"))
     sizes = [p.stat().st_size for p in pages]
     print(f"  {said.strip()}")
-    print(f"  time {took:.1f} s wall, {cpu:.1f} s CPU (target <= 20 s: "
-          f"{verdict('big time', took <= 20)}); "
-          f"peak RSS {rss:.0f} MB (target <= 300 MB: {verdict('big rss', rss <= 300)})")
+    print(
+        f"  time {took:.1f} s wall, {cpu:.1f} s CPU (target <= 20 s: "
+        f"{verdict('big time', took <= 20)}); "
+        f"peak RSS {rss:.0f} MB (target <= 300 MB: {verdict('big rss', rss <= 300)})"
+    )
     if sizes:
         print(f"  {len(pages)} pages and an index of {out.stat().st_size / 1e3:.0f} kB; page "
               f"sizes {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB (median "

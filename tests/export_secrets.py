@@ -8,7 +8,10 @@ _R2 = "Tb9Qe3Wr7Yu1Io5Pa8Sd2Fg6Hj4Kl0Zx"
 
 SECRETS: list[tuple[str, str]] = [
     ("aws-access-key-id", "AKIA" + "Q3EGRZP7T5VYHKXN"),
-    ("aws-secret-access-key", "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "7Ex9mPLE2z"),
+    (
+        "aws-secret-access-key",
+        "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "7Ex9mPLE2z",
+    ),
     ("github-token", "ghp_" + _R + "ab12"),
     ("github-token", "github_pat_" + "11ABCDEFG0" + _R + "_" + _R2),
     ("gitlab-token", "glpat-" + "xY9zW8vU7tS6rQ5pO4nM"),
@@ -22,12 +25,31 @@ SECRETS: list[tuple[str, str]] = [
     ("google-api-key", "AIza" + "SyD" + _R),
     ("google-oauth-secret", "GOCSPX-" + _R[:28]),
     ("google-oauth-token", "ya29." + "a0AfH6SM" + _R),
-    ("private-key", "-----BEGIN RSA PRIVATE" + " KEY-----\nMIIEpAIBAAKCAQEA" + _R + "\n"
-                    + _R2 + "==\n-----END RSA PRIVATE" + " KEY-----"),
-    ("private-key", "-----BEGIN OPENSSH PRIVATE" + " KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA" + _R2
-                    + "\n-----END OPENSSH PRIVATE" + " KEY-----"),
-    ("jwt", "eyJhbGciOiJIUzI1NiIs" + "InR5cCI6IkpXVCJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ik"
-            + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"),
+    (
+        "private-key",
+        "-----BEGIN RSA PRIVATE"
+        + " KEY-----\nMIIEpAIBAAKCAQEA"
+        + _R
+        + "\n"
+        + _R2
+        + "==\n-----END RSA PRIVATE"
+        + " KEY-----",
+    ),
+    (
+        "private-key",
+        "-----BEGIN OPENSSH PRIVATE"
+        + " KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA"
+        + _R2
+        + "\n-----END OPENSSH PRIVATE"
+        + " KEY-----",
+    ),
+    (
+        "jwt",
+        "eyJhbGciOiJIUzI1NiIs"
+        + "InR5cCI6IkpXVCJ9"
+        + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ik"
+        + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    ),
     ("password-in-url", "postgres://admin:" + "s3cretPassw0rd" + "@db.internal:5432/shop"),
     ("password-in-url", "https://deploy:" + "hunter2hunter2" + "@git.example.com/repo.git"),
     ("env-secret", "DB_PASSWORD=" + "correct-horse-battery"),
@@ -40,6 +62,7 @@ SECRETS: list[tuple[str, str]] = [
     ("bearer-token", "Authorization: Bearer " + "Zm9vYmFy" + _R2),
     ("high-entropy", "k9F" + _R2 + "Qz3"),
 ]
+
 
 # The secret part of each planted text (what must not survive); the rest is its context.
 def secret_part(kind: str, text: str) -> str:

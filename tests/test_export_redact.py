@@ -140,7 +140,9 @@ def test_no_redact_keeps_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert AGENT in text  # the sub-agent travels with its session
 
 
-def test_a_failing_redaction_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_redaction_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Fail closed: should the redactor break half-way, nothing is written that could leak."""
     store = tmp_path / "store.db"
     make(store)

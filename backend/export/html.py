@@ -235,7 +235,9 @@ def _read_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
     colour = coloured(code, path)
     if colour is None:
         return _plain_lines(ctx, lines)
-    return "\n".join(f'<span class="ln">{n}</span>{c}' for n, c in zip(numbers, colour, strict=True))
+    return "\n".join(
+        f'<span class="ln">{n}</span>{c}' for n, c in zip(numbers, colour, strict=True)
+    )
 
 
 def _diff_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
@@ -683,8 +685,16 @@ class HtmlExport:
         self._write_index(redaction_note())
         return self.files
 
-    def _blocks(self, space: Space, page: int, *, after: int = 0, stop: int | None = None,
-                skip: frozenset[str] = frozenset(), epoch: int = 0) -> Iterator[tuple[int, str]]:
+    def _blocks(
+        self,
+        space: Space,
+        page: int,
+        *,
+        after: int = 0,
+        stop: int | None = None,
+        skip: frozenset[str] = frozenset(),
+        epoch: int = 0,
+    ) -> Iterator[tuple[int, str]]:
         """(first seq, HTML) of each block of a session, in order. A call waits for its result
         (parallel calls come before their results); the rest of the stream queues behind it.
         A part of the pages (see `_run_forked`): the events past seq `after`, the blocks before
@@ -874,7 +884,7 @@ def session_index(out: Path, rows: list[tuple[SessionRow, str, int]], note: str)
 def _send(fd: int, value: dict[str, Any]) -> None:
     data = json.dumps(value).encode()
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
     os.close(fd)
 
 

@@ -175,7 +175,9 @@ class MdExport:
             text = ev.text or ""
             body = self.linked(space, epoch, text)
             if count_lines(text) > 80:
-                body = f"<details><summary>{count_lines(text)} lines</summary>\n\n{body}\n\n</details>"
+                body = (
+                    f"<details><summary>{count_lines(text)} lines</summary>\n\n{body}\n\n</details>"
+                )
             out.append(body + "\n\n")
             return "".join(out)
         if ev.kind == "compaction":

@@ -216,8 +216,10 @@ def _apply(finder: Finder, text: str, counts: Counter[str]) -> str:
             counts[finder.kind] += 1
             return mark(finder.kind)
         value = m.group(g)
-        if value is None or value.startswith("[redacted") or (
-            finder.spare is not None and finder.spare(value)
+        if (
+            value is None
+            or value.startswith("[redacted")
+            or (finder.spare is not None and finder.spare(value))
         ):
             return m.group(0)
         counts[finder.kind] += 1
