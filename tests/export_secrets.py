@@ -93,3 +93,39 @@ LOOKALIKES = [
     "export MAX_THINKING_TOKENS=10000",
     "/work/shared/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
 ]
+
+
+# Known prefixes: a key of these kinds is found cut short (twelve characters or more of it).
+PREFIXED = frozenset(k for k, _ in SECRETS) - {
+    "aws-secret-access-key", "password-in-url", "env-secret", "bearer-token", "private-key",
+    "high-entropy"}  # fmt: skip
+LEAD = "a terminal line, wrapped at its width: "  # what precedes a planting on its line
+
+
+def secret_core(kind: str, text: str) -> str:
+    """What must not survive, in any 12 characters of it: the secret part, and of a private
+    key its body (the BEGIN and END lines are not secret)."""
+    part = secret_part(kind, text)
+    if kind == "slack-webhook":
+        part = part.split("/services/", 1)[1]  # the URL up to there is Slack's, not secret
+    if kind == "private-key":
+        part = "".join(part.split("\n")[1:-1])
+    return part.replace("\n", "")
+
+
+def plantings(kind: str, text: str) -> list[str]:
+    """The planted text as it comes: whole; broken onto the next line at every position (as a
+    terminal wraps a long line); and, for a key with a known prefix, cut short to every length
+    from 12 characters (a high-entropy one from 24, the shortest it is judged at), followed by
+    an ellipsis or by the line's end."""
+    out = [text]
+    out += [text[:p] + "\n" + text[p:] for p in range(1, len(text))]
+    shortest = 12 if kind in PREFIXED else 24 if kind == "high-entropy" else 0
+    if shortest:
+        out += [text[:k] + ("…" if k % 2 else "") for k in range(shortest, len(text))]
+    return [LEAD + p for p in out]
+
+
+def fragments(kind: str, text: str) -> set[str]:
+    core = secret_core(kind, text)
+    return {core[i : i + 12] for i in range(len(core) - 11)}
