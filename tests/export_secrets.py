@@ -92,6 +92,15 @@ LOOKALIKES = [
     "const PROMPT_TOKENS = encode(chatSettings.prompt).length",
     "export MAX_THINKING_TOKENS=10000",
     "/work/shared/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+    # Redacted by an earlier export (issue 16): Go subtests named by a hash, an npm integrity
+    # value, a long name with a version in it.
+    "--- PASS: TestPostToolUseHook/3f2a1b9 (0.00s)",
+    "=== RUN   TestWriteTemporaryCheckpoint2/0a1b2c3",
+    '"integrity": "sha512-Kq5sNclPz7QV2+lfQIuXBWpSmMgmBdOxGSrL7ya6gz5D0h4kaeCJmrHRSsMlQ8KdW3Fd1NHmT'
+    'GhXK4pUqh2JvGA=="',
+    "class AbstractSingletonProxyFactoryBean2Impl extends Base",
+    "useQueryClientProviderWithAuth0Context()",
+    "github.com/stretchr/testify v1.8.4 h1:CcVxjf3Q8PM0mHUKJCdn+eZZtm5yQwehR5yeSVQQcUk=",
 ]
 
 

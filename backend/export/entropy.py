@@ -42,6 +42,7 @@ MAX_PART = 128  # a path's or URL's part longer than this is data (a redirect's 
 _A = ord("a")
 _SEG = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _SEPARATORS = re.compile(r"[/_+.=-]+")
+_HASH_SUFFIX = re.compile(r"(.{12,}?)(?:__|[_-])[A-Za-z0-9]{3,8}")
 WORD3, WORD4 = 1.0, -0.5  # the mean pair score (bits over chance) of a word of 3, of 4 or more
 _VOWELS = frozenset("aeiouy")
 _CONSONANTS5 = re.compile(r"[^aeiouy]{5}")
@@ -106,7 +107,11 @@ def _alphabet(core: str) -> bool:
 
 
 def _wordish(part: str) -> bool:
-    return len(part) < 8 or part.isalpha() or part.isdigit() or bool(HEX.fullmatch(part))
+    """A part of a snake_case or kebab-case name: a number, hex, letters of one case, a word,
+    or short. (A random part, `Uj8xg`, is none of these.)"""
+    if len(part) <= 2 or part.isdigit() or HEX.fullmatch(part):
+        return True
+    return part.isalpha() and (part.islower() or part.isupper() or coverage(part) >= COVERED)
 
 
 def decodes_to_data(token: str, holds_secret: Callable[[str], bool]) -> bool:
@@ -174,6 +179,9 @@ def high_entropy(token: str, holds_secret: Callable[[str], bool] | None = None,
         return False  # snake_case or kebab-case words, numbers, hex: an identifier or a name
     if _alphabet(core) or coverage(core) >= COVERED:
         return False
+    named = _HASH_SUFFIX.fullmatch(core)
+    if named and coverage(named.group(1)) >= COVERED:
+        return False  # a name and a short hash: `Layout_canvas__EUTRc` (CSS modules), `index-BkP3`
     if entropy(core) < min(4.0, 0.78 * math.log2(len(core))):
         return False
     return holds_secret is None or not decodes_to_data(token, holds_secret)

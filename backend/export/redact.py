@@ -250,6 +250,11 @@ _NAME_AFTER_BREAK = re.compile(
     rb"[A-Za-z0-9_.-]*[\"']?[ \t]*[=:])"
 )
 _URL_BREAK = re.compile(rb"://[^\s/@]*\r?\n\S")
+# The names env-secret's finders look for (a name broken by a line's end is joined only when
+# the break falls in or before this word, not in another name after it).
+_SECRET_WORD = re.compile(r"(?i)secret|passw(?:or)?d|passw|token|api[_-]?key|access[_-]?key|"
+                          r"private[_-]?key|credential|auth[_-]?key")  # fmt: skip
+_NAME_START = re.compile(r"[A-Za-z0-9_.-]+")
 _LONG_LINE = 30  # a value beside a name is joined to the next line only past this: a wrap
 # Gates of the finders that need a name or a word beside the value: joined only after a long
 # line (a .env file's next line is the next setting, not the rest of this one).
@@ -473,6 +478,14 @@ def _joined(text: str, counts: Counter[str], seen: Seen | None) -> str:
                     continue  # `COUNT = 2647`, then the next line: the value is what it says
                 if _word(j[view.points[inside[-1]] : e]):
                     continue  # `KEY=value`, then a line that starts with a word: not a wrap
+                last = view.points[inside[-1]]
+                if (
+                    finder.kind == "env-secret"
+                    and s >= last
+                    and _NAME_START.match(j, last, s)
+                    and not any(w.end() >= last for w in _SECRET_WORD.finditer(j, m.start(), s))
+                ):
+                    continue  # `dist/token-1.2.tgz` then `checksum = "…"`: another line's name
             if free(s, e):  # the value may lie after the break (`DB_PASS` / `WORD=…`)
                 take(s, e, finder.kind)
     for m in _RUN.finditer(j):
