@@ -11,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ctxview.backend.export.plan import build
+from ctxview.backend.export.redact import Redactor
+from ctxview.backend.export.source import Source
 from ctxview.backend.store.records import Body, Event
 from ctxview.backend.store.writer import Writer
 
@@ -78,6 +81,11 @@ def test_two_processes_write_the_same_pages_as_one(tmp_path: Path) -> None:
     said_one, said_two = _export(store, one, "1"), _export(store, two, "2")
     pages = _pages(one)
     assert len(pages) >= 8  # an index and enough pages for the split to fall mid-session
+    # The plan the command makes divides the session: two processes made the blocks.
+    source = Source(store, Redactor())
+    plan = build(source, source.tree(SID), 4 * 50_000)
+    source.close()
+    assert plan.split is not None
     assert said_two == said_one  # the same summary line: pages, size, redactions by kind
     assert "redacted 0" not in said_one
     assert _pages(two) == pages

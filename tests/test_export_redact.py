@@ -122,8 +122,8 @@ def test_the_export_says_what_it_redacted(
     assert kinds <= set(counts), kinds - set(counts)
     assert sum(counts.values()) >= len(SECRETS)
     assert "redacted" in end["note"] and "github-token" in end["note"]
-    assert re.search(r"redacted \d+ secrets: ", texts["html"])
-    assert re.search(r"redacted \d+ secrets: ", texts["md"])
+    assert re.search(r"this page holds \d+ redacted secrets: ", texts["html"])
+    assert re.search(r"this file holds \d+ redacted secrets: ", texts["md"])
     for kind in kinds:
         assert f"[redacted: {kind}]" in texts["json"]
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..export.redact import Redactor
 from ..export.run import DEFAULT_PAGE_MB, default_output, export_all, export_session
 from ..export.source import Source
+from ..export.tally import kinds
 from .common import store_path
 
 
@@ -130,8 +131,11 @@ def _export(args: argparse.Namespace, store: Path, session: str | None,
     finally:
         source.close()
     size = sum(result.sizes) / 1e6
-    print(f"Wrote {where}, {size:.1f} MB in {time.perf_counter() - t0:.1f} s; "
-          f"{redactor.summary()}.")  # fmt: skip
+    held = "not redacted (--no-redact)"
+    if result.held.redacted:
+        who = "the files written hold" if len(result.files) > 1 else "it holds"
+        held = f"{who} {kinds(result.held.counts)}"
+    print(f"Wrote {where}, {size:.1f} MB in {time.perf_counter() - t0:.1f} s; {held}.")
     return 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -14,10 +14,12 @@ from ..call_summary import args_summary, parse_args
 from ..store.records import Event
 from .plan import EDIT_KINDS, STUB_KINDS, Plan, Space
 from .source import Item, Source, extra
+from .tally import MARKER, Tally
 from .text import (
     ANSI,
     ELISION,
     count_lines,
+    cut,
     files_read_rows,
     language,
     link_ids,
@@ -80,9 +82,11 @@ class MdExport:
             )  # fmt: skip
         return "".join(parts)
 
-    def run(self, note: Callable[[], str]) -> list[Path]:
+    def run(self) -> list[Path]:
         row = self.plan.main.info.row
-        with open(self.out, "w", encoding="utf-8", newline="\n") as f:
+        self.tally = Tally(self.source.redactor.enabled)
+        with open(self.out, "w", encoding="utf-8", newline="\n") as raw:
+            f = _Counted(raw, self.tally)
             title = row.title or row.id
             f.write(f"# {self._one_line(title)}\n\n")
             f.write("| | |\n|---|---|\n")
@@ -100,16 +104,15 @@ class MdExport:
                 for e in self.plan.toc:
                     target = f"b-{e.number}" if e.kind == "boundary" else f"m-{e.seq}"
                     label = f"━ {e.label}" if e.kind == "boundary" else e.label
-                    label = self._one_line(label).replace("[", "\\[").replace("]", "\\]")
-                    f.write(f"- [{label}](#{target})\n")
+                    f.write(f"- [{_link_text(self._one_line(label))}](#{target})\n")
                 f.write("\n")
             f.write("---\n\n")
             for text in self._blocks(self.plan.main):
                 f.write(text)
             for sub in self.plan.main.orphans:
                 self._write_agent(f, sub)
-            f.write(f"\n---\n\n<a id=\"redactions\"></a>{note()}. Exported by ctxview on "
-                    f"{_when(time.time())}.\n")  # fmt: skip
+            raw.write(f"\n---\n\n<a id=\"redactions\"></a>{self.tally.note()}. Exported by "
+                      f"ctxview on {_when(time.time())}.\n")  # fmt: skip
         return [self.out]
 
     @staticmethod
@@ -202,7 +205,7 @@ class MdExport:
             return self._tool(space, epoch, None, item)
         if ev.kind == "end":
             return "*■ the session ended*\n\n"
-        return f"*‹{ev.kind}› {self._one_line((ev.text or ev.tool or '')[:300])}*\n\n"
+        return f"*‹{ev.kind}› {self._one_line(cut(ev.text or ev.tool or '', 300))}*\n\n"
 
     def _tool(self, space: Space, epoch: int, call: Item | None, result: Item | None) -> str:
         cev = call.event if call else None
@@ -238,7 +241,8 @@ class MdExport:
         if "\x1b" in body:
             body = ANSI.sub("", body)
         if len(body) > MAX_CHARS:
-            body = body[:MAX_CHARS] + f"\n… (cut; `ctxview recall {space.ref(ev.rid or 0)}`)"
+            body = _lines_within(body, MAX_CHARS) + (
+                f"\n… (cut; `ctxview recall {space.ref(ev.rid or 0)}`)")  # fmt: skip
         lang = "diff" if ev.rkind in EDIT_KINDS else language(ev.path)
         block = fence(body, lang)
         n = count_lines(body)
@@ -262,10 +266,42 @@ class MdExport:
             if stored_lines is None:
                 stored_lines = item.stored.split("\n")
             n = int(m.group(1))
-            middle = "\n".join(stored_lines[i : i + n])[:MAX_CHARS]
+            middle = _lines_within("\n".join(stored_lines[i : i + n]), MAX_CHARS)
             out.append(f"<details><summary>the {n:,} elided lines, from the stored text"
                        f"</summary>\n\n{fence(middle)}\n</details>\n\n")  # fmt: skip
         return "".join(out)
+
+
+class _Counted:
+    """A file that counts the redaction markers of what is written to it."""
+
+    def __init__(self, f: IO[str], tally: Tally) -> None:
+        self.f = f
+        self.tally = tally
+
+    def write(self, text: str) -> int:
+        return self.f.write(self.tally.add(text))
+
+
+def _link_text(label: str) -> str:
+    """A link's text with its brackets escaped, a redaction marker's kept (balanced brackets
+    are allowed in a link's text, and an escaped marker is no longer one)."""
+    parts = MARKER.split(label)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(f"[redacted: {part}]")
+        else:
+            out.append(part.replace("[", "\\[").replace("]", "\\]"))
+    return "".join(out)
+
+
+def _lines_within(text: str, limit: int) -> str:
+    """`text` up to `limit` characters, cut at a line's end (a marker never spans lines)."""
+    if len(text) <= limit:
+        return text
+    at = text.rfind("\n", 0, limit)
+    return text[: at if at > 0 else limit]
 
 
 def _when(ts: float | None) -> str:
