@@ -1,13 +1,14 @@
 """`ctxview export [SESSION] [--format html|md|json] [-o PATH] [--all] [--no-redact]`: a
 session to share, as one HTML file, Markdown or JSON Lines, with secrets redacted.
 
-SESSION may also be a transcript file (`ctxview export FILE.jsonl`): it is imported into a
-throwaway store, exported and the store removed, in one process (an import and an export
-command would each pay Python's start-up and the store's creation)."""
+SESSION may also be a transcript file (`ctxview export FILE.jsonl`): it and its sub-agents'
+files are imported into a throwaway store, exported and the store removed, in one process (an
+import and an export command would each pay Python's start-up and the store's creation)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import tempfile
 import threading
@@ -70,8 +71,34 @@ def _transcript(session: str | None) -> Path | None:
     return path
 
 
+def sub_agent_files(path: Path) -> list[Path]:
+    """A Claude Code session's sub-agent transcripts: `<session>/subagents/agent-*.jsonl`
+    (2.1.x), or `agent-*.jsonl` beside it whose records name the session (2.0.x). (Inline
+    sidechains, 1.0.x, are in the session's own file.)"""
+    from ..importers.follow import sub_agents
+
+    found = sub_agents(path)
+    for f in sorted(path.parent.glob("agent-*.jsonl")):
+        if f != path and _session_of(f) == path.stem:
+            found.append(f)
+    return found
+
+
+def _session_of(path: Path) -> str | None:
+    """The `sessionId` a transcript's first record names (a line at most 1 MB is read)."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(1 << 20)
+        value = json.loads(first).get("sessionId")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def _import(path: Path, store: Path) -> str:
-    """`path` into a new store at `store`; the id of its session."""
+    """`path`, and its sub-agents' files, into a new store at `store`; the id of its session."""
     import asyncio
     import sys
 
@@ -83,14 +110,21 @@ def _import(path: Path, store: Path) -> str:
     async def run() -> str | None:
         # The search index is left out: nothing searches a store that lives for one export.
         writer = await Writer.open(store, fts_max_chars=0)
+        skipped = 0
         try:
             async with writer.batch():
                 report = await FileImporter(writer, path).step()
+                skipped += len(report.problems)
+                if report.session is not None:
+                    # After their session, so each is linked to the call that started it.
+                    for agent in sub_agent_files(path):
+                        with contextlib.suppress(NotTranscript):
+                            skipped += len((await FileImporter(writer, agent).step()).problems)
         finally:
             await writer.close()
-        if report.problems:
-            print(f"ctxview: skipped {len(report.problems):,} records of {path.name} that could "
-                  "not be imported (`ctxview import` lists them).", file=sys.stderr)  # fmt: skip
+        if skipped:
+            print(f"ctxview: skipped {skipped:,} records of {path.name} and its sub-agents that "
+                  "could not be imported (`ctxview import` lists them).", file=sys.stderr)  # fmt: skip
         return report.session
 
     try:
