@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..export.fit import GITHUB
 from ..export.redact import Redactor
 from ..export.run import DEFAULT_PAGE_MB, default_output, export_all, export_session
 from ..export.source import Source
@@ -26,9 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", nargs="?", help="session id or unique prefix "
                         "(default: the newest), or a transcript file (.jsonl) to export "
                         "straight from, without a store")  # fmt: skip
-    parser.add_argument("--format", choices=("html", "md", "json"), default="html",
+    parser.add_argument("--format", choices=("html", "md", "json"),
                         help="html (default): one self-contained page; md: Markdown for GitHub; "
                         "json: JSON Lines that `ctxview import` reads back")  # fmt: skip
+    parser.add_argument("--fit", choices=("github",),
+                        help="github: a Markdown summary that fits in a GitHub issue or pull "
+                        "request comment (65,536 characters): the prompts, boundaries, files "
+                        "changed with their diffs, results by their first lines")  # fmt: skip
     parser.add_argument("-o", "--output", metavar="PATH",
                         help="the file to write (default: SESSION.html/.md/.jsonl here); with "
                         "--all a folder (default: ctxview-export)")  # fmt: skip
@@ -46,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.all and args.session:
         raise CliError("Give a session or --all, not both.")
+    if args.fit and args.format not in (None, "md"):
+        raise CliError("--fit writes Markdown: give --format md, or no --format.")
+    args.format = args.format or ("md" if args.fit else "html")
     if args.page_mb < 0:
         raise CliError("--page-mb takes a size in MB of 0 or more.")
     page_bytes = int(args.page_mb * 1e6) if args.page_mb else None
@@ -148,7 +156,7 @@ def _export(args: argparse.Namespace, store: Path, session: str | None,
             out = Path(args.output or "ctxview-export").expanduser()
             if out.exists() and not out.is_dir():
                 raise CliError(f"{out} is a file; --all writes a folder.")
-            result = export_all(source, args.format, out, page_bytes)
+            result = export_all(source, args.format, out, page_bytes, _fit(args))
             where = f"{out}/ ({result.sessions} sessions, index {result.files[0].name})"
         else:
             row = source.resolve(session)
@@ -158,7 +166,8 @@ def _export(args: argparse.Namespace, store: Path, session: str | None,
                 out = out / default_output(row.id, args.format)
             if not out.parent.is_dir():
                 raise CliError(f"There is no folder {out.parent} to write {out.name} in.")
-            result = export_session(source, row.id, args.format, out, page_bytes, _workers())
+            result = export_session(source, row.id, args.format, out, page_bytes, _workers(),
+                                    _fit(args))  # fmt: skip
             where = str(result.files[0].resolve())
             if result.pages > 1:
                 where += f" (an index and {result.pages} pages)"
@@ -170,7 +179,17 @@ def _export(args: argparse.Namespace, store: Path, session: str | None,
         who = "the files written hold" if len(result.files) > 1 else "it holds"
         held = f"{who} {kinds(result.held.counts)}"
     print(f"Wrote {where}, {size:.1f} MB in {time.perf_counter() - t0:.1f} s; {held}.")
+    if args.format == "md" and not args.fit and not args.all and result.chars >= GITHUB:
+        import sys
+
+        print(f"ctxview: {out.name} is {result.chars:,} characters, past the {GITHUB:,} GitHub "
+              "takes in an issue or pull request comment; `--fit github` writes a summary that "
+              "fits.", file=sys.stderr)  # fmt: skip
     return 0
+
+
+def _fit(args: argparse.Namespace) -> int | None:
+    return GITHUB if args.fit == "github" else None
 
 
 def _workers() -> int:

@@ -82,6 +82,8 @@ class MdExport:
             )  # fmt: skip
         return "".join(parts)
 
+    chars = 0  # the characters written
+
     def run(self) -> list[Path]:
         row = self.plan.main.info.row
         self.tally = Tally(self.source.redactor.enabled)
@@ -111,8 +113,10 @@ class MdExport:
                 f.write(text)
             for sub in self.plan.main.orphans:
                 self._write_agent(f, sub)
-            raw.write(f"\n---\n\n<a id=\"redactions\"></a>{self.tally.note()}. Exported by "
-                      f"ctxview on {_when(time.time())}.\n")  # fmt: skip
+            end = (f"\n---\n\n<a id=\"redactions\"></a>{self.tally.note()}. Exported by "
+                   f"ctxview on {_when(time.time())}.\n")  # fmt: skip
+            raw.write(end)
+            self.chars = f.chars + len(end)
         return [self.out]
 
     @staticmethod
@@ -278,8 +282,10 @@ class _Counted:
     def __init__(self, f: IO[str], tally: Tally) -> None:
         self.f = f
         self.tally = tally
+        self.chars = 0
 
     def write(self, text: str) -> int:
+        self.chars += len(text)
         return self.f.write(self.tally.add(text))
 
 

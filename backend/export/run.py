@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import fit as summary
 from . import html, jsonl, markdown
 from .plan import SPLIT_BYTES, build
 from .redact import Redactor
@@ -24,6 +25,7 @@ class ExportResult:
     pages: int = 1
     sizes: list[int] = field(default_factory=list)
     held: Tally = field(default_factory=Tally)  # the redaction markers of every file written
+    chars: int = 0  # Markdown: the characters written (GitHub counts characters)
 
 
 def safe_name(session_id: str) -> str:
@@ -35,10 +37,12 @@ def default_output(session_id: str, fmt: str) -> Path:
 
 
 def export_session(source: Source, session_id: str, fmt: str, out: Path,
-                   page_bytes: int | None, workers: int = 1) -> ExportResult:  # fmt: skip
+                   page_bytes: int | None, workers: int = 1,
+                   fit: int | None = None) -> ExportResult:  # fmt: skip
     """One session (and its sub-agents) to `out`; `workers` 2: HTML's blocks made in two
-    processes (a command's choice: a process with threads, such as the viewer, must not fork).
-    Each file says what redactions it holds; the result, what they all hold."""
+    processes (a command's choice: a process with threads, such as the viewer, must not fork);
+    `fit`: Markdown, a summary in fewer characters than that (fit.py). Each file says what
+    redactions it holds; the result, what they all hold."""
     enabled = source.redactor.enabled
     info = source.tree(session_id)
     written: list[Path] = []
@@ -51,10 +55,14 @@ def export_session(source: Source, session_id: str, fmt: str, out: Path,
         if fmt == "html" and workers > 1:
             split_at = min(4 * page_bytes, SPLIT_BYTES) if page_bytes else SPLIT_BYTES
         plan = build(source, info, split_at)
+        if fmt == "md" and fit is not None:
+            written, tally = summary.write(source, plan, out, fit)
+            chars = len(out.read_text(encoding="utf-8"))
+            return ExportResult(written, 1, 1, [out.stat().st_size], tally, chars)
         if fmt == "md":
             md = markdown.MdExport(source, plan, out)
             written = md.run()
-            return ExportResult(written, 1, 1, [out.stat().st_size], md.tally)
+            return ExportResult(written, 1, 1, [out.stat().st_size], md.tally, md.chars)
         writer = html.HtmlExport(source, plan, out, page_bytes)
         try:
             writer.run(workers)
@@ -73,7 +81,8 @@ def _guess(out: Path) -> list[Path]:
     return [out, *out.parent.glob(f"{stem}.p[0-9][0-9][0-9].html")]
 
 
-def export_all(source: Source, fmt: str, folder: Path, page_bytes: int | None) -> ExportResult:
+def export_all(source: Source, fmt: str, folder: Path, page_bytes: int | None,
+               fit: int | None = None) -> ExportResult:  # fmt: skip
     """Every top-level session (sub-agents go inside theirs) and an index of them; each file
     says what it holds, the index too."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -84,7 +93,7 @@ def export_all(source: Source, fmt: str, folder: Path, page_bytes: int | None) -
     listed = []
     for row in top:
         name = f"{safe_name(row.id)}.{EXTENSIONS[fmt]}"
-        one = export_session(source, row.id, fmt, folder / name, page_bytes)
+        one = export_session(source, row.id, fmt, folder / name, page_bytes, fit=fit)
         result.files.extend(one.files)
         result.sizes.extend(one.sizes)
         result.held.update(one.held)
