@@ -78,7 +78,7 @@ def test_demo_html(demo_store: Path, tmp_path: Path) -> None:
     assert check_links([out]) > 40
     # A result's bracket is its anchor; a stub leads to what it stands for.
     assert {"1000", "1003", "1005", "1008"} <= page.ids
-    assert re.search(r'<div class="bracket stub" id="1008">.*?↵ leads to</span> '
+    assert re.search(r'<div class="bracket stub" id="1008">.*?stands for</span> '
                      r'<a class="id" href="#1003">#1003</a>', text)  # fmt: skip
     # The recall's bracket links the result it recalls; the model's words link ids.
     assert re.search(r'id="1006">\[<a class="id" href="#1006">#1006</a> recall '

@@ -113,8 +113,21 @@ def _md() -> Any:
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
-    md.disable(["image", "html_inline", "html_block"])
+    md.disable(["html_inline", "html_block"])
     rules = md.renderer.rules
+
+    def image(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
+        # Never fetched (the policy forbids it): the image is named, and linked when its address
+        # is one a link may have. (With the image rule off, `![alt](x)` left a stray "!".)
+        token = tokens[idx]
+        alt = "".join(t.content for t in token.children or []) or "image"
+        src = str(token.attrGet("src") or "")
+        label = f'<span class="dim">image:</span> {linked(env["ctx"], alt)}'
+        if src and md.validateLink(src):
+            return f'<a class="image" href="{attr(src)}">{label}</a>'
+        return label
+
+    rules["image"] = image
 
     def text(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
         return linked(env["ctx"], tokens[idx].content)
@@ -370,7 +383,8 @@ def result_html(ctx: Ctx, item: Item) -> str:
     anchor = f' id="{space.anchor(ev.rid)}"' if ev.rid is not None else ""
     out = [f'<div class="bracket {kind}"{anchor}>{linked(ctx, bracket)}']
     if ev.rkind in STUB_KINDS and ev.points_to is not None and ev.points_to in space.epoch_of:
-        out.append(f' <span class="dim">↵ leads to</span> '
+        # What the stub stands for, linked (the viewer's "↵ leads to" names a key: no key here).
+        out.append(f' <span class="dim">stands for</span> '
                    f'{id_link(ctx, ev.points_to, space.ref(ev.points_to))}')  # fmt: skip
     out.append("</div>")
     truncated = ""

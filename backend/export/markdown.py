@@ -238,7 +238,7 @@ class MdExport:
         a = f'<a id="{anchor(space, ev.rid)}"></a>' if ev.rid is not None else ""
         line = self._line(space, epoch, bracket.replace("|", "\\|"))
         if ev.rkind in STUB_KINDS and ev.points_to is not None and ev.points_to in space.epoch_of:
-            line += " ↵ leads to " + self.link(space, epoch, ev.points_to, space.ref(ev.points_to))
+            line += " stands for " + self.link(space, epoch, ev.points_to, space.ref(ev.points_to))
         out = [f"{a}{line}\n\n"]
         if not body:
             return out[0]
