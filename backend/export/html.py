@@ -698,8 +698,12 @@ class HtmlExport:
                 if pid == 0:  # the child: its blocks, its table, then gone without cleanup
                     code = 1
                     try:
-                        for r, _ in pipes:
+                        # Only its own pipe's write end stays open: another end held here
+                        # would keep the parent waiting for an end of file that never comes.
+                        for n, (r, w) in enumerate(pipes):
                             os.close(r)
+                            if n != part:
+                                os.close(w)
                         self.source = Source(self.source.path, self.source.redactor)
                         blocks = (self._make(None, split, spools[0]) if part == 0
                                   else self._make(split, None, spools[1]))  # fmt: skip

@@ -7,9 +7,9 @@ its match must contain (a fast `in`), so a 500 MB export does not run twenty reg
 that cannot hold a key.
 
 A key with a known prefix is found cut short too (`ghp_Xq7ZpL2m…`: twelve characters with the
-prefix), and a key broken over two lines (a terminal's wrap) is found whole in the text with
-those line breaks taken out; what follows the break goes with it, the break stays (the lines
-keep their numbers). High entropy is judged in entropy.py.
+prefix), and a key broken over two lines (a terminal's wrap of a line of WRAP characters or
+more) is found whole in the text with those line breaks taken out; what follows the break goes
+with it, the break stays (the lines keep their numbers). High entropy is judged in entropy.py.
 
 Left alone on purpose: hex strings of any length (SHA-256 sums, git hashes), uuids, ctxview ids
 (`#1005`), and the ids Claude Code and Codex give tool calls and messages (`toolu_…`, `msg_…`,
@@ -225,7 +225,14 @@ _WORD_TABLE = bytes(
 
 # A line break inside a key: the text is also read with such breaks taken out (below). Worth it
 # only when a known prefix, a long run or a secret word could straddle one.
-_BREAK = re.compile(r"(?<=\S)\r?\n(?:[ \t]*\d+: )?(?=\S)")  # a read's next line: `216: …`
+# A wrap: a line of WRAP characters or more broken between two non-blank ones (a terminal or a
+# window wraps a long line; a short line's end is the end of what it says: a .env file's next
+# line is the next setting). A read's next line may start with its number: `216: …`.
+WRAP = 40
+_BREAK_AT = (r"\n(?:(?<=[^\n]{" + str(WRAP - 1) + r"}\S\n)|(?<=[^\n]{" + str(WRAP - 2)
+             + r"}\S\r\n))(?:[ \t]*\d+: )?(?=\S)")  # fmt: skip
+_BREAK = re.compile(_BREAK_AT)
+_WRAPPED = re.compile(_BREAK_AT.encode())
 _LINE_NUMBER = re.compile(rb"\n[ \t]*\d+: ")
 _PREFIXES = (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", *(
     g.encode() for g in _GITLAB), b"xoxa-", b"xoxb-", b"xoxp-", b"xoxr-", b"xoxs-", b"xoxe-",
@@ -255,7 +262,6 @@ _URL_BREAK = re.compile(rb"://[^\s/@]*\r?\n\S")
 _SECRET_WORD = re.compile(r"(?i)secret|passw(?:or)?d|passw|token|api[_-]?key|access[_-]?key|"
                           r"private[_-]?key|credential|auth[_-]?key")  # fmt: skip
 _NAME_START = re.compile(r"[A-Za-z0-9_.-]+")
-_LONG_LINE = 30  # a value beside a name is joined to the next line only past this: a wrap
 # Gates of the finders that need a name or a word beside the value: joined only after a long
 # line (a .env file's next line is the next setting, not the rest of this one).
 _BESIDE = frozenset({"word", "url"})
@@ -306,25 +312,44 @@ def _prefix_at_start(raw: bytes) -> bool:
     return False
 
 
+_EDGE = 256  # how far each side of a wrap is looked at
+_TAIL = re.compile(rb"[A-Za-z0-9+/_-]*\Z")
+_HEAD = re.compile(rb"[A-Za-z0-9+/_-]*")
+_MANY_WRAPS = 5_000  # past this many, the text is joined without looking at each
+
+
 def _may_straddle(raw: bytes) -> bool:
-    """Could a secret cross one of the text's line breaks? A known prefix anywhere, a run of 24
-    across a break that is not made of names, a secret's name or a URL beside a break or cut
-    by one. A few passes at C speed; Python looks only at what they found."""
-    lines = _LINE_NUMBER.sub(b"\n", raw) if b": " in raw else raw
-    joined = lines.replace(b"\n", b"")
-    if _prefix_at_start(raw) or _prefix_at_start(joined):
-        return True
-    for m in _CHAIN.finditer(lines.translate(_CHAIN_TABLE)):
-        chain = lines[m.start() : m.end()].decode("ascii").split("\n")
-        if coverage("".join(chain)) < 0.5 and not all(coverage(p) >= 0.5 for p in chain):
+    """Could a secret cross one of the text's wraps? Only if there is one (most texts: none);
+    then, in the two lines of each: a known prefix, a run of 24 across the break that is not
+    made of names, a secret's name or a URL beside the break or cut by it. The wraps are found
+    at C speed; Python looks at their two lines only."""
+    for n, m in enumerate(_WRAPPED.finditer(raw)):
+        if n >= _MANY_WRAPS:
             return True
-    low = raw.lower()
-    if any(w in low for w in _WORDS) and _BESIDE_BREAK.search(low):
-        return True
-    if _NAME_AFTER_BREAK.search(raw) or (b"://" in raw and _URL_BREAK.search(raw)):
-        return True
-    joined_low = joined.lower()
-    return any(joined_low.count(w) > low.count(w) for w in (*_WORDS, b"://"))
+        start, end = m.start(), m.end()
+        if raw[start - 1 : start] == b"\r":
+            start -= 1
+        left = raw[max(0, start - _EDGE) : start]
+        left = left[left.rfind(b"\n") + 1 :]  # the wrapped line's end
+        right = raw[end : end + _EDGE].split(b"\n", 1)[0]  # the next line's start
+        joined = left + right
+        if _prefix_at_start(joined):
+            return True
+        tail = _TAIL.search(left).group()  # type: ignore[union-attr]
+        head = _HEAD.match(right).group()  # type: ignore[union-attr]
+        if len(tail) + len(head) >= 24 and tail and head:
+            parts = (tail.decode("ascii"), head.decode("ascii"))
+            if coverage("".join(parts)) < 0.5 and not all(coverage(p) >= 0.5 for p in parts):
+                return True
+        pair = left + b"\n" + right
+        low, joined_low = pair.lower(), joined.lower()
+        if not (b"://" in joined or any(w in joined_low for w in _WORDS)):
+            continue
+        if _BESIDE_BREAK.search(low) or _NAME_AFTER_BREAK.search(pair) or _URL_BREAK.search(pair):
+            return True
+        if any(w in joined_low and w not in low for w in (*_WORDS, b"://")):
+            return True  # a name or `://` cut by the break
+    return False
 
 
 def _word(piece: str) -> bool:
@@ -391,7 +416,10 @@ class _Joined:
     where each piece of it starts in the text."""
 
     def __init__(self, text: str) -> None:
-        self.cuts = [m.span() for m in _BREAK.finditer(text)]
+        # A CRLF's CR goes with its break.
+        self.cuts = [
+            (s - (text[s - 1] == "\r"), e) for s, e in (m.span() for m in _BREAK.finditer(text))
+        ]
         pieces: list[str] = []
         self.starts = [0]  # where each piece starts in the joined text ...
         self.origins = [0]  # ... and in the text
@@ -416,11 +444,6 @@ class _Joined:
         lo = bisect_right(self.points, start)
         hi = bisect_right(self.points, end - 1)
         return list(range(lo, hi))
-
-    def line_before(self, text: str, k: int) -> int:
-        """The length of the line that break k ends."""
-        s = self.cuts[k][0]
-        return s - (text.rfind("\n", 0, s) + 1)
 
 
 def _joined(text: str, counts: Counter[str], seen: Seen | None) -> str:
@@ -453,9 +476,6 @@ def _joined(text: str, counts: Counter[str], seen: Seen | None) -> str:
             if not inside or m.group(g) is None:
                 continue
             s, e = m.span(g)
-            if finder.gate in _BESIDE and any(view.line_before(text, k) < _LONG_LINE
-                                              for k in inside):  # fmt: skip
-                continue
             before = view.points[inside[0]] - s
             if finder.full:
                 if before >= finder.full:
@@ -599,14 +619,3 @@ class Redactor:
         if isinstance(value, list):
             return [self.value(v) for v in value]
         return value
-
-    def summary(self) -> str:
-        """`redacted 3 secrets: 2 github-token, 1 jwt` (or that none were found)."""
-        if not self.enabled:
-            return "not redacted (--no-redact)"
-        total = sum(self.counts.values())
-        if not total:
-            return "redacted 0 secrets (none found)"
-        most = sorted(self.counts.items(), key=lambda x: (-x[1], x[0]))  # ties by name: the same
-        kinds = ", ".join(f"{n} {k}" for k, n in most)  # words whichever process counted first
-        return f"redacted {total} secret{'s' * (total != 1)}: {kinds}"
