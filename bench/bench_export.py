@@ -20,6 +20,15 @@
       like for like (`ctxview export FILE.jsonl`) <= 0.5x claude-code-log's time; CPU time is
       the figure that holds on a loaded machine (wall time counts other processes' turns).
 
+(redact) redaction's precision (issue 16 §3.3), in process: the corpus of tests/export_corpus.py
+      (ordinary things that look a little like secrets, three seeds) and the secrets planted in
+      it; keys of no known prefix, generated at random, and how many entropy finds; and every
+      transcript of ../shared/realdata (or --realdata DIR): every string of every record of each
+      file as it is, and the same files imported and read as an export reads them. Words
+      scanned, redactions by kind, false positives per 100,000 words, planted caught / total,
+      and each redaction in the real files (shortened) to inspect. Target: <= 1 false positive
+      per 100,000 words, every planted secret caught.
+
 Prints its figures and a verdict per target; exits 1 with --strict when one is missed.
 """
 
@@ -32,7 +41,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -82,9 +93,11 @@ def big(tmp: Path, rebuild: bool) -> None:
     pages = sorted(tmp.glob("big.p*.html"))
     sizes = [p.stat().st_size for p in pages]
     print(f"  {said.strip()}")
-    print(f"  time {took:.1f} s wall, {cpu:.1f} s CPU (target <= 20 s: "
-          f"{verdict('big time', took <= 20)}); "
-          f"peak RSS {rss:.0f} MB (target <= 300 MB: {verdict('big rss', rss <= 300)})")
+    print(
+        f"  time {took:.1f} s wall, {cpu:.1f} s CPU (target <= 20 s: "
+        f"{verdict('big time', took <= 20)}); "
+        f"peak RSS {rss:.0f} MB (target <= 300 MB: {verdict('big rss', rss <= 300)})"
+    )
     if sizes:
         print(f"  {len(pages)} pages and an index of {out.stat().st_size / 1e3:.0f} kB; page "
               f"sizes {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB (median "
@@ -192,9 +205,186 @@ def compare(tmp: Path) -> None:
           f"{verdict('compare (wall)', wall / wall_c <= 0.5)}")  # fmt: skip
 
 
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _file_strings(path: Path) -> list[str]:
+    """Every string a transcript file holds: JSON records' strings (keys too), a Markdown
+    history's text, a SQLite database's text columns."""
+    import json
+    import sqlite3
+
+    if path.suffix == ".jsonl":
+        out: list[str] = []
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                out.extend(_strings(json.loads(line)))
+            except ValueError:
+                out.append(line)
+        return out
+    if path.suffix == ".json":
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            return list(_strings(json.loads(text)))
+        except ValueError:
+            return [text]
+    if path.suffix == ".md":
+        return [path.read_text(encoding="utf-8", errors="replace")]
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return [v for t in tables for row in conn.execute(f'SELECT * FROM "{t}"')
+                for v in row if isinstance(v, str)]  # fmt: skip
+    finally:
+        conn.close()
+
+
+def _short(value: str) -> str:
+    flat = value.replace("\n", "⏎")
+    return f"{flat[:10]}… ({len(value)} chars)" if len(flat) > 14 else flat
+
+
+def redact(tmp: Path, realdata: Path) -> None:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from collections import Counter
+
+    import export_corpus
+    from ctxview.backend.export.redact import Redactor
+    from ctxview.backend.export.source import Source
+
+    print(f"(redact) load {os.getloadavg()[0]:.1f}", flush=True)
+    words = 0
+    false: Counter[str] = Counter()
+    by_category: Counter[str] = Counter()
+    examples: list[str] = []
+    t = time.perf_counter()
+    for seed in (16, 17, 18):
+        docs = export_corpus.ordinary(seed=seed, documents=300)
+        words += export_corpus.word_count(docs)
+        for category, texts in docs.items():
+            r = Redactor(seen=lambda kind, value: examples.append(f"{kind}: {value[:60]!r}"))
+            for text in texts:
+                r.text(text)
+            false.update(r.counts)
+            by_category[category] += sum(r.counts.values())
+    per = sum(false.values()) * 1e5 / words
+    print(f"  corpus (tests/export_corpus.py, seeds 16-18, 300 documents a category): {words:,} "
+          f"words in {time.perf_counter() - t:.1f} s; false positives {sum(false.values())} "
+          f"({per:.2f} per 100,000 words; target <= 1: {verdict('corpus precision', per <= 1)})"
+          f"{', by kind ' + str(dict(false)) if false else ''}")  # fmt: skip
+    print("    by category: " + ", ".join(f"{c} {n}" for c, n in by_category.items()))
+    for e in examples[:10]:
+        print(f"    {e}")
+    caught = total = 0
+    kinds: Counter[str] = Counter()
+    for seed in (16, 17, 18):
+        for kind, text, secret in export_corpus.planted(seed=seed, each=12):
+            total += 1
+            out = Redactor().text(text) or ""
+            flat = out.replace("\n", "")
+            if not any(secret[i : i + 12] in flat for i in range(max(1, len(secret) - 11))):
+                caught += 1
+            else:
+                kinds[kind] += 1
+    planted_kinds = len({k for k, _, _ in export_corpus.planted(each=1)})
+    print(f"  planted: {caught} of {total} caught, {planted_kinds} kinds (target all: "
+          f"{verdict('planted', caught == total)})"
+          f"{', missed ' + str(dict(kinds)) if kinds else ''}")  # fmt: skip
+    _generic(export_corpus)
+    _realdata(tmp, realdata, Redactor, Source)
+
+
+def _generic(export_corpus: Any) -> None:
+    """Keys with no known prefix, random, 10,000 of each shape: found by entropy alone."""
+    import base64
+    import random
+    import string
+
+    from ctxview.backend.export.redact import Redactor
+
+    rng = random.Random(1)
+    alnum = string.ascii_letters + string.digits
+    shapes = {"24 base64": lambda: export_corpus.rand(rng, alnum + "+/", 24),
+              "32 letters and digits": lambda: export_corpus.rand(rng, alnum, 32),
+              "40 base64": lambda: export_corpus.rand(rng, alnum + "+/", 40),
+              "43 base64url (32 bytes)": lambda: base64.urlsafe_b64encode(
+                  rng.randbytes(32)).decode().rstrip("="),
+              "64 letters and digits": lambda: export_corpus.rand(rng, alnum, 64)}  # fmt: skip
+    figures = []
+    n = 10_000
+    for name, make in shapes.items():
+        hits = 0
+        for _ in range(n):
+            r = Redactor()
+            r.text(f"value {make()} end")
+            hits += bool(r.counts)
+        figures.append(f"{name} {hits * 100 / n:.2f} %")
+    print(
+        f"  random keys with no prefix, {n:,} of each, found by entropy alone: "
+        + ", ".join(figures)
+    )
+
+
+def _realdata(tmp: Path, realdata: Path, redactor: Any, source: Any) -> None:
+    from collections import Counter
+
+    files = sorted(p for p in realdata.rglob("*") if p.is_file()
+                   and p.suffix in (".jsonl", ".json", ".md", ".db"))  # fmt: skip
+    if not files:
+        print(f"  real transcripts: none in {realdata}: skipped")
+        return
+    found: list[tuple[str, str, str]] = []
+    words = 0
+    t = time.perf_counter()
+    for path in files:
+        name = str(path.relative_to(realdata))
+        r = redactor(seen=lambda kind, value, n=name: found.append((kind, value, n)))
+        for text in _file_strings(path):
+            words += len(text.split())
+            r.text(text)
+    kinds = Counter(k for k, _, _ in found)
+    print(f"  real transcripts ({realdata}, {len(files)} files as they are, every string): "
+          f"{words:,} words in {time.perf_counter() - t:.1f} s; {len(found)} redactions "
+          f"({len(found) * 1e5 / words:.2f} per 100,000 words){', ' + str(dict(kinds)) if kinds else ''}")  # fmt: skip
+    for (kind, value, name), n in Counter(found).most_common():
+        print(f"    {n:3} x {kind}: {_short(value)} in {name}")
+    store = tmp / "realdata.db"
+    subprocess.run([*CTXVIEW, "import", "--store", str(store), str(realdata)],
+                   capture_output=True, cwd=ROOT)  # fmt: skip
+    if not store.exists():
+        return
+    seen: list[tuple[str, str]] = []
+    r = redactor(seen=lambda kind, value: seen.append((kind, value)))
+    src = source(store, r)
+    words = 0
+    for row in src.sessions():
+        for item in src.items(row.id, stored=True):
+            ev = item.event
+            for text in (ev.text, ev.args, ev.data, item.shown, item.stored):
+                words += len(text.split()) if text else 0
+    src.close()
+    print(f"  the same imported, as an export reads them (every session's texts, calls, "
+          f"data, bodies): {words:,} words, {len(seen)} redactions "
+          f"({len(seen) * 1e5 / max(words, 1):.2f} per 100,000 words)"
+          f"{', ' + str(dict(Counter(k for k, _ in seen))) if seen else ''}")  # fmt: skip
+    for (kind, value), n in Counter(seen).most_common():
+        print(f"    {n:3} x {kind}: {_short(value)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=("big", "demo", "compare"))
+    ap.add_argument("--only", choices=("big", "demo", "compare", "redact"))
+    ap.add_argument("--realdata", type=Path, default=bench_import.REALDATA,
+                    help="the real transcripts (default ../shared/realdata)")  # fmt: skip
     ap.add_argument("--rebuild", action="store_true", help="build the 100k fixture again")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args()
@@ -204,6 +394,8 @@ def main() -> int:
             demo(tmp)
         if args.only in (None, "compare"):
             compare(tmp)
+        if args.only in (None, "redact"):
+            redact(tmp, args.realdata)
         if args.only in (None, "big"):
             big(tmp, args.rebuild)
     if missed:

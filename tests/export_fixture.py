@@ -106,3 +106,59 @@ async def build(path: Path) -> dict[str, str]:
 
 def make(path: Path) -> dict[str, str]:
     return asyncio.run(build(path))
+
+
+ROW = "\x1e"  # between the rows of the files-read table in build_fields
+FIELDS = ("title", "workspace", "prompt", "path", "args", "result", "stored", "message",
+          "thinking", "summary", "table", "agent_title", "agent_result")  # fmt: skip
+
+
+async def build_fields(path: Path, texts: dict[str, str]) -> None:
+    """A session (MAIN, with the sub-agent AGENT) whose every field an export writes holds
+    texts[field] as it is: a title, a workspace, a prompt, a read's path and body, a command,
+    a capped result's elided middle, a message, its thinking, a compaction's summary and
+    files-read table (a row for each part of texts["table"] between ROW marks), a sub-agent's
+    title and result."""
+    t = 1_764_000_000.0
+    writer = await Writer.open(path)
+    await writer.create_session(MAIN, title=texts["title"], workspace=texts["workspace"],
+                                next_rid=FIRST, started=t)  # fmt: skip
+    read = texts["path"]
+    body = "\n".join(f"{n}: {line}" for n, line in enumerate(texts["result"].split("\n"), 1))
+    shown = f"[#{FIRST:04x} src/app.py lines 1-2 of 2 sha 9f86d081]\n{body}"
+    ev, b = _result(t, "read", "c1", FIRST, shown, body, path=read, rkind="full")
+    await writer.append(MAIN, [
+        Event(ts=t, kind="message", role="user", text=texts["prompt"]),
+        Event(ts=t, kind="message", role="assistant", text=texts["message"],
+              data=json.dumps({"thinking": texts["thinking"]})),
+        Event(ts=t, kind="call", tool="read", call_ref="c1", args=json.dumps({"path": read})),
+        ev,
+    ], [b])  # fmt: skip
+    middle = texts["stored"].split("\n")
+    stored = "\n".join(["head 1", "head 2", *middle, "tail 1", "tail 2"])
+    rid = FIRST + 1
+    shown = (f"[#{rid:04x}]\nhead 1\nhead 2\n[{len(middle)} lines elided, full output "
+             f"#{rid:04x}]\ntail 1\ntail 2")  # fmt: skip
+    call = Event(ts=t, kind="call", tool="bash", call_ref="c2",
+                 args=json.dumps({"command": texts["args"]}))  # fmt: skip
+    ev, b = _result(t, "bash", "c2", rid, shown, stored, rkind="full", capped=1,
+                    elided_lines=len(middle))  # fmt: skip
+    await writer.append(MAIN, [call, ev], [b])
+    rows = [{"path": p, "first": 1, "last": 2, "total": 2, "sha": "9f86d081884c7d659a2f",
+             "rid": FIRST} for p in texts["table"].split(ROW)]  # fmt: skip
+    await writer.append(MAIN, [Event(ts=t, kind="compaction", text=texts["summary"],
+                                     data=json.dumps({"rows": rows}))])  # fmt: skip
+    rid += 1
+    call = Event(ts=t, kind="call", tool="task", call_ref="task-1",
+                 args=json.dumps({"description": "look around"}))  # fmt: skip
+    ev, b = _result(t, "task", "task-1", rid, f"[#{rid:04x}]\ndone", "done", rkind="full")
+    await writer.append(MAIN, [call, ev, Event(ts=t, kind="end")], [b])
+    await writer.create_session(AGENT, title=texts["agent_title"], next_rid=FIRST, started=t + 1,
+                                parent_session=MAIN, parent_call="task-1")  # fmt: skip
+    call = Event(ts=t, kind="call", tool="grep", call_ref="a1", args='{"pattern": "x"}')
+    ev, b = _result(t, "grep", "a1", FIRST, f"[#{FIRST:04x}]\n{texts['agent_result']}",
+                    texts["agent_result"], rkind="full")  # fmt: skip
+    await writer.append(AGENT, [call, ev], [b])
+    await writer.update_session(MAIN, ended=t + 5)
+    await writer.update_session(AGENT, ended=t + 4)
+    await writer.close()

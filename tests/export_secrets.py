@@ -8,7 +8,10 @@ _R2 = "Tb9Qe3Wr7Yu1Io5Pa8Sd2Fg6Hj4Kl0Zx"
 
 SECRETS: list[tuple[str, str]] = [
     ("aws-access-key-id", "AKIA" + "Q3EGRZP7T5VYHKXN"),
-    ("aws-secret-access-key", "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "7Ex9mPLE2z"),
+    (
+        "aws-secret-access-key",
+        "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "7Ex9mPLE2z",
+    ),
     ("github-token", "ghp_" + _R + "ab12"),
     ("github-token", "github_pat_" + "11ABCDEFG0" + _R + "_" + _R2),
     ("gitlab-token", "glpat-" + "xY9zW8vU7tS6rQ5pO4nM"),
@@ -22,12 +25,31 @@ SECRETS: list[tuple[str, str]] = [
     ("google-api-key", "AIza" + "SyD" + _R),
     ("google-oauth-secret", "GOCSPX-" + _R[:28]),
     ("google-oauth-token", "ya29." + "a0AfH6SM" + _R),
-    ("private-key", "-----BEGIN RSA PRIVATE" + " KEY-----\nMIIEpAIBAAKCAQEA" + _R + "\n"
-                    + _R2 + "==\n-----END RSA PRIVATE" + " KEY-----"),
-    ("private-key", "-----BEGIN OPENSSH PRIVATE" + " KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA" + _R2
-                    + "\n-----END OPENSSH PRIVATE" + " KEY-----"),
-    ("jwt", "eyJhbGciOiJIUzI1NiIs" + "InR5cCI6IkpXVCJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ik"
-            + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"),
+    (
+        "private-key",
+        "-----BEGIN RSA PRIVATE"
+        + " KEY-----\nMIIEpAIBAAKCAQEA"
+        + _R
+        + "\n"
+        + _R2
+        + "==\n-----END RSA PRIVATE"
+        + " KEY-----",
+    ),
+    (
+        "private-key",
+        "-----BEGIN OPENSSH PRIVATE"
+        + " KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA"
+        + _R2
+        + "\n-----END OPENSSH PRIVATE"
+        + " KEY-----",
+    ),
+    (
+        "jwt",
+        "eyJhbGciOiJIUzI1NiIs"
+        + "InR5cCI6IkpXVCJ9"
+        + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6Ik"
+        + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    ),
     ("password-in-url", "postgres://admin:" + "s3cretPassw0rd" + "@db.internal:5432/shop"),
     ("password-in-url", "https://deploy:" + "hunter2hunter2" + "@git.example.com/repo.git"),
     ("env-secret", "DB_PASSWORD=" + "correct-horse-battery"),
@@ -40,6 +62,7 @@ SECRETS: list[tuple[str, str]] = [
     ("bearer-token", "Authorization: Bearer " + "Zm9vYmFy" + _R2),
     ("high-entropy", "k9F" + _R2 + "Qz3"),
 ]
+
 
 # The secret part of each planted text (what must not survive); the rest is its context.
 def secret_part(kind: str, text: str) -> str:
@@ -69,4 +92,49 @@ LOOKALIKES = [
     "const PROMPT_TOKENS = encode(chatSettings.prompt).length",
     "export MAX_THINKING_TOKENS=10000",
     "/work/shared/rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+    # Redacted by an earlier export (issue 16): Go subtests named by a hash, an npm integrity
+    # value, a long name with a version in it.
+    "--- PASS: TestPostToolUseHook/3f2a1b9 (0.00s)",
+    "=== RUN   TestWriteTemporaryCheckpoint2/0a1b2c3",
+    '"integrity": "sha512-Kq5sNclPz7QV2+lfQIuXBWpSmMgmBdOxGSrL7ya6gz5D0h4kaeCJmrHRSsMlQ8KdW3Fd1NHmT'
+    'GhXK4pUqh2JvGA=="',
+    "class AbstractSingletonProxyFactoryBean2Impl extends Base",
+    "useQueryClientProviderWithAuth0Context()",
+    "github.com/stretchr/testify v1.8.4 h1:CcVxjf3Q8PM0mHUKJCdn+eZZtm5yQwehR5yeSVQQcUk=",
 ]
+
+
+# Known prefixes: a key of these kinds is found cut short (twelve characters or more of it).
+PREFIXED = frozenset(k for k, _ in SECRETS) - {
+    "aws-secret-access-key", "password-in-url", "env-secret", "bearer-token", "private-key",
+    "high-entropy"}  # fmt: skip
+LEAD = "a terminal line, wrapped at its width: "  # what precedes a planting on its line
+
+
+def secret_core(kind: str, text: str) -> str:
+    """What must not survive, in any 12 characters of it: the secret part, and of a private
+    key its body (the BEGIN and END lines are not secret)."""
+    part = secret_part(kind, text)
+    if kind == "slack-webhook":
+        part = part.split("/services/", 1)[1]  # the URL up to there is Slack's, not secret
+    if kind == "private-key":
+        part = "".join(part.split("\n")[1:-1])
+    return part.replace("\n", "")
+
+
+def plantings(kind: str, text: str) -> list[str]:
+    """The planted text as it comes: whole; broken onto the next line at every position (as a
+    terminal wraps a long line); and, for a key with a known prefix, cut short to every length
+    from 12 characters (a high-entropy one from 24, the shortest it is judged at), followed by
+    an ellipsis or by the line's end."""
+    out = [text]
+    out += [text[:p] + "\n" + text[p:] for p in range(1, len(text))]
+    shortest = 12 if kind in PREFIXED else 24 if kind == "high-entropy" else 0
+    if shortest:
+        out += [text[:k] + ("…" if k % 2 else "") for k in range(shortest, len(text))]
+    return [LEAD + p for p in out]
+
+
+def fragments(kind: str, text: str) -> set[str]:
+    core = secret_core(kind, text)
+    return {core[i : i + 12] for i in range(len(core) - 11)}

@@ -78,14 +78,14 @@ def test_demo_html(demo_store: Path, tmp_path: Path) -> None:
     assert check_links([out]) > 40
     # A result's bracket is its anchor; a stub leads to what it stands for.
     assert {"1000", "1003", "1005", "100b"} <= page.ids
-    assert re.search(r'<div class="bracket stub" id="100b">.*?↵ leads to</span> '
+    assert re.search(r'<div class="bracket stub" id="100b">.*?stands for</span> '
                      r'<a class="id" href="#1003">#1003</a>', text)  # fmt: skip
     # The recall's bracket links the result it recalls; the model's words link ids.
     assert re.search(r'id="1006">\[<a class="id" href="#1006">#1006</a> recall '
                      r'<a class="id" href="#1005">#1005</a>', text)  # fmt: skip
     assert 'The run <a class="id" href="#1005">#1005</a>' in text
     # After the boundary, a link to an earlier result says it left the context.
-    after = text[text.index('id="b-1"'):]
+    after = text[text.index('id="b-1"') :]
     assert re.search(r'<a class="id stale" href="#1005">#1005</a><span class="note"> \(not in '
                      r"context since boundary 1\)", after)  # fmt: skip
     # The boundary stands out, with its summary and files-read table, linked.
@@ -93,7 +93,9 @@ def test_demo_html(demo_store: Path, tmp_path: Path) -> None:
     assert "compaction 1" in boundary and "Files read before this summary" in boundary
     assert '<a class="id" href="#1001">#1001</a>' in boundary
     # The table of contents: the prompts and the boundary.
-    toc = text[text.index('<nav class="toc">'): text.index("</nav>", text.index('<nav class="toc">'))]
+    toc = text[
+        text.index('<nav class="toc">') : text.index("</nav>", text.index('<nav class="toc">'))
+    ]
     assert 'href="#b-1"' in toc and toc.count('class="prompt"') == 3
     # The elided middle of the capped run, in place, from the stored text.
     assert '<details class="elision"><summary>[' in text
@@ -109,7 +111,7 @@ def test_demo_html(demo_store: Path, tmp_path: Path) -> None:
     assert '<details class="more"><summary>+' in text
     # The sub-agent under its task call, linked both ways.
     assert 'href="#agent-1">→ sub-agent 1</a>' in text
-    agent = text[text.index('<details class="agent" id="agent-1">'):]
+    agent = text[text.index('<details class="agent" id="agent-1">') :]
     assert re.search(r"Started by the call of <a class=\"id\" href=\"#100[0-9a-f]\">", agent)
     assert 'id="a1-1007"' in agent  # its parent's id space, its own namespace
     # Self-contained: nothing to fetch, a policy that forbids it.

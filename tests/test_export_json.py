@@ -27,12 +27,16 @@ def dump(store: Path, sessions: list[str]) -> dict[str, object]:
     marks = ",".join("?" * len(sessions))
     where = f"WHERE session IN ({marks}) ORDER BY session"
     out = {
-        "sessions": conn.execute(f"SELECT {', '.join(SESSION_COLS)} FROM sessions "
-                                 f"WHERE id IN ({marks}) ORDER BY id", sessions).fetchall(),
-        "events": conn.execute(f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events "
-                               f"{where}, seq", sessions).fetchall(),
-        "bodies": conn.execute("SELECT session, rid, shown, CAST(stored AS TEXT) FROM bodies "
-                               f"{where}, rid", sessions).fetchall(),
+        "sessions": conn.execute(
+            f"SELECT {', '.join(SESSION_COLS)} FROM sessions WHERE id IN ({marks}) ORDER BY id",
+            sessions,
+        ).fetchall(),
+        "events": conn.execute(
+            f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events {where}, seq", sessions
+        ).fetchall(),
+        "bodies": conn.execute(
+            f"SELECT session, rid, shown, CAST(stored AS TEXT) FROM bodies {where}, rid", sessions
+        ).fetchall(),
     }
     conn.close()
     return out

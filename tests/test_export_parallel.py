@@ -11,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ctxview.backend.export.plan import build
+from ctxview.backend.export.redact import Redactor
+from ctxview.backend.export.source import Source
 from ctxview.backend.store.records import Body, Event
 from ctxview.backend.store.writer import Writer
 
@@ -25,14 +28,16 @@ async def _build(path: Path) -> None:
     await w.create_session(SID, title="a long session", workspace="/work/long", next_rid=0x1000,
                            started=1_764_000_000.0)  # fmt: skip
     t, rid = 1_764_000_000.0, 0x1000
-    for n in range(240):
+    # 1,500 steps: each process's table of blocks is more than a pipe holds (64 kB), so a pipe
+    # end left open where it should not be would hang the export (it did).
+    for n in range(1500):
         secret = SECRETS[n % len(SECRETS)][1] if n % 7 == 0 else "nothing here"
         events: list[Event] = []
         bodies: list[Body] = []
         if n % 10 == 0:
             events.append(Event(ts=t, kind="message", role="assistant",
                                 text=f"Step {n}: see #{rid - 1:04x}\n\n- `x{n}` and *y*\n- {secret}"))  # fmt: skip
-        if n == 120:
+        if n == 750:
             events.append(Event(ts=t, kind="compaction", text=f"summary {secret} #{rid - 2:04x}"))
         # Two calls before their results (parallel calls), so some results cross a page's start.
         refs = [f"c{n}a", f"c{n}b"]
@@ -57,8 +62,8 @@ async def _build(path: Path) -> None:
 
 def _export(store: Path, out: Path, workers: str) -> str:
     done = subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "--store", str(store),
-                           "export", SID, "-o", str(out / "s.html"), "--page-mb", "0.05"],
-                          capture_output=True, text=True, timeout=300,
+                           "export", SID, "-o", str(out / "s.html"), "--page-mb", "0.2"],
+                          capture_output=True, text=True, timeout=120,
                           env={**os.environ, "CTXVIEW_EXPORT_WORKERS": workers})  # fmt: skip
     assert done.returncode == 0, done.stderr
     return re.sub(r" in [0-9.]+ s", "", done.stdout + done.stderr).replace(str(out), "OUT")
@@ -78,6 +83,11 @@ def test_two_processes_write_the_same_pages_as_one(tmp_path: Path) -> None:
     said_one, said_two = _export(store, one, "1"), _export(store, two, "2")
     pages = _pages(one)
     assert len(pages) >= 8  # an index and enough pages for the split to fall mid-session
+    # The plan the command makes divides the session: two processes made the blocks.
+    source = Source(store, Redactor())
+    plan = build(source, source.tree(SID), 4 * 200_000)
+    source.close()
+    assert plan.split is not None
     assert said_two == said_one  # the same summary line: pages, size, redactions by kind
     assert "redacted 0" not in said_one
     assert _pages(two) == pages

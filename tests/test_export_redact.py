@@ -122,8 +122,8 @@ def test_the_export_says_what_it_redacted(
     assert kinds <= set(counts), kinds - set(counts)
     assert sum(counts.values()) >= len(SECRETS)
     assert "redacted" in end["note"] and "github-token" in end["note"]
-    assert re.search(r"redacted \d+ secrets: ", texts["html"])
-    assert re.search(r"redacted \d+ secrets: ", texts["md"])
+    assert re.search(r"this page holds \d+ redacted secrets: ", texts["html"])
+    assert re.search(r"this file holds \d+ redacted secrets: ", texts["md"])
     for kind in kinds:
         assert f"[redacted: {kind}]" in texts["json"]
 
@@ -140,7 +140,9 @@ def test_no_redact_keeps_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert AGENT in text  # the sub-agent travels with its session
 
 
-def test_a_failing_redaction_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_redaction_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Fail closed: should the redactor break half-way, nothing is written that could leak."""
     store = tmp_path / "store.db"
     make(store)

@@ -12,10 +12,11 @@ import contextlib
 import json
 import os
 import re
+import tempfile
 import time
 import traceback
-from collections import Counter
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -32,11 +33,13 @@ from .lexers import lexer_class
 from .plan import EDIT_KINDS, STUB_KINDS, Plan, Space
 from .source import Item, Source, extra
 from .style import SCRIPT, css
+from .tally import MARKER, Tally
 from .text import (
     ANSI,
     ELISION,
     attr,
     count_lines,
+    cut,
     esc,
     files_read_rows,
     link_ids,
@@ -54,12 +57,10 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline
 
 @dataclass
 class Ctx:
-    """Where a piece of HTML is being written: which session's ids, which page, which epoch."""
+    """Where a piece of HTML is being written: which session's ids, after which boundary."""
 
     space: Space
-    page: int
     epoch: int
-    pages: PageNames
 
 
 class PageNames:
@@ -81,19 +82,17 @@ class PageNames:
 # Links
 
 
-def href(ctx: Ctx, space: Space, rid: int) -> str:
-    target = space.page_for(rid)
-    anchor = space.anchor(rid)
-    if target == ctx.page:
-        return f"#{anchor}"
-    return f"{ctx.pages.name(target)}#{anchor}"
+def href(space: Space, rid: int) -> str:
+    """A result's link as the blocks are made: its anchor between NULs, resolved once the pages
+    are known (`#1005`, or `s.p003.html#1005`). Text never holds a NUL: esc() replaces it."""
+    return f"\x00{space.anchor(rid)}\x00"
 
 
 def id_link(ctx: Ctx, rid: int, label: str, space: Space | None = None) -> str:
     space = space or ctx.space
     where = space.epoch_of.get(rid)
     owner = space.holder(rid) or space
-    url = href(ctx, owner, rid)  # a sub-agent's or its parent's id: where that result is
+    url = href(owner, rid)  # a sub-agent's or its parent's id: where that result is
     if where is not None and where < ctx.epoch:
         return (f'<a class="id stale" href="{url}">{esc(label)}</a>'
                 f'<span class="note"> (not in context since boundary {where + 1})</span>')  # fmt: skip
@@ -116,8 +115,21 @@ def _md() -> Any:
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
-    md.disable(["image", "html_inline", "html_block"])
+    md.disable(["html_inline", "html_block"])
     rules = md.renderer.rules
+
+    def image(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
+        # Never fetched (the policy forbids it): the image is named, and linked when its address
+        # is one a link may have. (With the image rule off, `![alt](x)` left a stray "!".)
+        token = tokens[idx]
+        alt = "".join(t.content for t in token.children or []) or "image"
+        src = str(token.attrGet("src") or "")
+        label = f'<span class="dim">image:</span> {linked(env["ctx"], alt)}'
+        if src and md.validateLink(src):
+            return f'<a class="image" href="{attr(src)}">{label}</a>'
+        return label
+
+    rules["image"] = image
 
     def text(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
         return linked(env["ctx"], tokens[idx].content)
@@ -126,7 +138,15 @@ def _md() -> Any:
         return f"<code>{linked(env['ctx'], tokens[idx].content)}</code>"
 
     def fence(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
-        return f"<pre><code>{linked(env['ctx'], tokens[idx].content)}</code></pre>\n"
+        token = tokens[idx]
+        code = token.content
+        body = linked(env["ctx"], code)
+        lang = token.info.split(maxsplit=1)[0] if token.info.strip() else ""
+        # Coloured in its language unless an id in it is a link (the links win).
+        colour = _fence_colour(code, lang) if lang and body == esc(code) else None
+        if colour is not None:
+            return f'<pre class="hl"><code>{colour}</code></pre>\n'
+        return f"<pre><code>{body}</code></pre>\n"
 
     rules["text"] = text
     rules["code_inline"] = code_inline
@@ -140,13 +160,28 @@ def _md() -> Any:
 _MD_MARKS = re.compile(r"[*_`\[\]<>!|~\\&]|^\s*(?:[-+>#=]|\d+[.)])|\n\s*\n|^ {4}|\t", re.M)
 
 
+# A redaction marker is text, not Markdown (`[redacted: x](…)` would make a link of it): each
+# is swapped for a stand-in of private-use characters before rendering and put back after.
+_STAND_IN = re.compile("\ue000(\\d+)\ue001")
+
+
 def markdown(ctx: Ctx, text: str) -> str:
+    markers: list[str] = []
+    if "[redacted: " in text:
+
+        def keep(m: re.Match[str]) -> str:
+            markers.append(m.group(0))
+            return f"\ue000{len(markers) - 1}\ue001"
+
+        text = MARKER.sub(keep, text)
     if not _MD_MARKS.search(text):
-        return f"<p>{linked(ctx, text)}</p>\n"
-    try:
-        return _md().render(text, {"ctx": ctx})
-    except RecursionError:  # pathological nesting: show it as text
-        return f"<pre>{linked(ctx, text)}</pre>"
+        out = f"<p>{linked(ctx, text)}</p>\n"
+    else:
+        try:
+            out = _md().render(text, {"ctx": ctx})
+        except RecursionError:  # pathological nesting: show it as text
+            out = f"<pre>{linked(ctx, text)}</pre>"
+    return _STAND_IN.sub(lambda m: markers[int(m.group(1))], out) if markers else out
 
 
 # Colour
@@ -160,18 +195,51 @@ def _lexer(name: str) -> Lexer | None:
     return cls(stripnl=False, ensurenl=False)
 
 
+@cache
+def _fence_lexer(name: str) -> Lexer | None:
+    """The lexer a code fence's language names (```python, ```ts), or None."""
+    from pygments.lexers import find_lexer_class_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        cls = find_lexer_class_by_name(name.lower())
+    except ClassNotFound:
+        return None
+    if cls.name == "Text only":
+        return None
+    return cls(stripnl=False, ensurenl=False)
+
+
+# Token spans only: the page's CSS colours them under `pre.hl` (style.py), for either scheme.
 _FORMATTER = HtmlFormatter(nowrap=True)
 
 
+def _highlight(lines: list[str], lexer: Lexer) -> list[str]:
+    out = pyg_highlight("\n".join(lines) + "\n", lexer, _FORMATTER).split("\n")
+    out = (out + [""] * len(lines))[: len(lines)]
+    # A line that holds a redaction marker is shown plain: token spans would cut it in pieces.
+    return [esc(line) if "[redacted: " in line else o for line, o in zip(lines, out, strict=True)]
+
+
 def coloured(lines: list[str], path: str | None) -> list[str] | None:
-    """Each line as HTML coloured for `path`'s language; None when there is no lexer."""
+    """Each line as HTML coloured for `path`'s language; None when there is no lexer. Goes in a
+    `<pre class="hl">`: the token colours apply only there."""
     if not path or sum(map(len, lines)) > HIGHLIGHT_CHARS:
         return None
     lexer = _lexer(path.rsplit("/", 1)[-1])
     if lexer is None:
         return None
-    out = pyg_highlight("\n".join(lines) + "\n", lexer, _FORMATTER).split("\n")
-    return (out + [""] * len(lines))[: len(lines)]
+    return _highlight(lines, lexer)
+
+
+def _fence_colour(code: str, lang: str) -> str | None:
+    if len(code) > HIGHLIGHT_CHARS:
+        return None
+    lexer = _fence_lexer(lang)
+    if lexer is None:
+        return None
+    lines = code.removesuffix("\n").split("\n")
+    return "\n".join(_highlight(lines, lexer)) + ("\n" if code.endswith("\n") else "")
 
 
 # Results
@@ -198,7 +266,9 @@ def _read_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
     colour = coloured(code, path)
     if colour is None:
         return _plain_lines(ctx, lines)
-    return "\n".join(f'<span class="ln">{n}</span>{c}' for n, c in zip(numbers, colour, strict=True))
+    return "\n".join(
+        f'<span class="ln">{n}</span>{c}' for n, c in zip(numbers, colour, strict=True)
+    )
 
 
 def _diff_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
@@ -225,15 +295,16 @@ def _diff_lines(ctx: Ctx, lines: list[str], path: str | None) -> str:
 
 
 def _segment(ctx: Ctx, ev: Event, lines: list[str]) -> str:
+    """A run of a result's lines as a `<pre>`: diffs and reads in their file's language."""
     if not lines:
-        return ""
+        return "<pre></pre>"
     if ev.rkind in EDIT_KINDS:
-        return _diff_lines(ctx, lines, ev.path)
+        return f'<pre class="hl">{_diff_lines(ctx, lines, ev.path)}</pre>'
     if ev.tool == "read" and ev.rkind in ("full", "unchanged"):
-        return _read_lines(ctx, lines, ev.path)
+        return f'<pre class="hl">{_read_lines(ctx, lines, ev.path)}</pre>'
     if ev.rkind == "error":
-        return _plain_lines(ctx, lines, "err")
-    return _plain_lines(ctx, lines)
+        return f"<pre>{_plain_lines(ctx, lines, 'err')}</pre>"
+    return f"<pre>{_plain_lines(ctx, lines)}</pre>"
 
 
 def _elision(ctx: Ctx, line: str, n: int, index: int, stored: str | None) -> str:
@@ -297,11 +368,11 @@ def _body_html(ctx: Ctx, item: Item, lines: list[str], offset: int) -> str:
             run.append(line)
             continue
         if run:
-            parts.append(f"<pre>{_segment(ctx, ev, run)}</pre>")
+            parts.append(_segment(ctx, ev, run))
             run = []
         parts.append(_elision(ctx, line, int(m.group(1)), offset + i, item.stored))
     if run:
-        parts.append(f"<pre>{_segment(ctx, ev, run)}</pre>")
+        parts.append(_segment(ctx, ev, run))
     return "".join(parts)
 
 
@@ -314,7 +385,8 @@ def result_html(ctx: Ctx, item: Item) -> str:
     anchor = f' id="{space.anchor(ev.rid)}"' if ev.rid is not None else ""
     out = [f'<div class="bracket {kind}"{anchor}>{linked(ctx, bracket)}']
     if ev.rkind in STUB_KINDS and ev.points_to is not None and ev.points_to in space.epoch_of:
-        out.append(f' <span class="dim">↵ leads to</span> '
+        # What the stub stands for, linked (the viewer's "↵ leads to" names a key: no key here).
+        out.append(f' <span class="dim">stands for</span> '
                    f'{id_link(ctx, ev.points_to, space.ref(ev.points_to))}')  # fmt: skip
     out.append("</div>")
     truncated = ""
@@ -386,7 +458,7 @@ def message_html(ctx: Ctx, ev: Event, anchor: str) -> str:
     body = f'<div class="md">{markdown(ctx, text)}</div>' if text else ""
     n = count_lines(text)
     if n > MESSAGE_FOLD:
-        first = esc(text.split("\n", 1)[0][:200])
+        first = esc(cut(text.split("\n", 1)[0], 200))
         body = f'<details class="more"><summary>{first} … ({n:,} lines)</summary>{body}</details>'
     return f'<section class="msg {attr(role)}" id="{anchor}">{who}{thinking}{body}</section>'
 
@@ -427,7 +499,7 @@ def event_html(ctx: Ctx, ev: Event) -> str:
         return (f'<div class="event">⚑ compaction due: {esc(str(x.get("tokens")))} tokens, '
                 f'above {esc(str(x.get("above_tokens")))}</div>')  # fmt: skip
     what = ev.text or ev.tool or ""
-    return f'<div class="event">‹{esc(ev.kind)}› {linked(ctx, what[:500])}</div>'
+    return f'<div class="event">‹{esc(ev.kind)}› {linked(ctx, cut(what, 500))}</div>'
 
 
 # Page frame
@@ -488,231 +560,369 @@ def pages_nav(names: PageNames, page: int, index_name: str) -> str:
 
 
 # The writer
+#
+# A session's blocks are made once, into a spool file, with each link to a result written as
+# `\x00anchor\x00` (which page the result lands on is not known yet); then the pages are cut
+# from the blocks' real sizes, so a page stays within --page-mb (a block larger than that gets
+# a page of its own, which says so), and written with each link resolved: `#1005` on the same
+# page, `s.p003.html#1005` on another. A long session's blocks are made by two processes, the
+# first half and the rest; the pages are the same bytes either way.
+
+_LINK = re.compile(b"\x00([^\x00]*)\x00")
+_BRACKET_ID = re.compile(r'<div class="bracket[^"]*" id="([^"]+)"')
+_MAIN_RID = re.compile(r"[0-9a-f]+")
+_FOOTER_ROOM = 1_500  # bytes kept for a page's footer (what it holds of redactions, the stamp)
+_LAST = 1 << 62  # the seq of the block of sub-agents that no call holds, after every other
+
+
+class _Blocks:
+    """The blocks one process made, in order, and where each is in its spool file."""
+
+    def __init__(self) -> None:
+        self.seqs = array("q")
+        self.offsets = array("q")
+        self.lengths = array("q")
+        self.links = array("q")  # placeholders in the block
+        self.anchors: dict[str, int] = {}  # a result's anchor -> its block
+        self.rids: dict[int, tuple[int, int]] = {}  # block -> (first, last) main result id
+        self.size = 0
+
+    def add(self, spool: IO[bytes], seq: int, html: str) -> None:
+        data = html.encode("utf-8", "surrogatepass")
+        n = len(self.seqs)
+        self.seqs.append(seq)
+        self.offsets.append(self.size)
+        self.lengths.append(len(data))
+        self.links.append(data.count(0) // 2)
+        spool.write(data)
+        self.size += len(data)
+        first = last = None
+        for m in _BRACKET_ID.finditer(html):
+            anchor = m.group(1)
+            self.anchors[anchor] = n
+            if _MAIN_RID.fullmatch(anchor):
+                rid = int(anchor, 16)
+                first = rid if first is None else first
+                last = rid
+        if first is not None and last is not None:
+            self.rids[n] = (first, last)
+
+    def state(self) -> dict[str, Any]:
+        return {"seqs": self.seqs.tolist(), "offsets": self.offsets.tolist(),
+                "lengths": self.lengths.tolist(), "links": self.links.tolist(),
+                "anchors": self.anchors, "rids": {str(k): v for k, v in self.rids.items()},
+                "size": self.size}  # fmt: skip
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> _Blocks:
+        b = cls()
+        b.seqs, b.offsets = array("q", state["seqs"]), array("q", state["offsets"])
+        b.lengths, b.links = array("q", state["lengths"]), array("q", state["links"])
+        b.anchors = state["anchors"]
+        b.rids = {int(k): (v[0], v[1]) for k, v in state["rids"].items()}
+        b.size = state["size"]
+        return b
+
+
+@dataclass
+class _Page:
+    blocks: list[tuple[int, int]]  # (part, block) in order
+    oversized: int = 0  # the bytes of its one block, when that is past the limit
 
 
 class HtmlExport:
-    """Writes a session's plan out page by page."""
+    """Writes a session's plan out: its blocks into a spool, then the pages cut from them."""
 
-    def __init__(self, source: Source, plan: Plan, out: Path) -> None:
+    def __init__(self, source: Source, plan: Plan, out: Path, page_bytes: int | None) -> None:
         self.source = source
         self.plan = plan
-        self.names = PageNames(out, plan.pages)
         self.out = out
+        self.page_bytes = page_bytes
+        self.names = PageNames(out, 1)
         self.files: list[Path] = []
         self.sizes: list[int] = []
-        self._fh: IO[str] | None = None
-        self._page = -1
-        self._written = 0
+        self.held = Tally(source.redactor.enabled)  # what every file written holds, summed
+        self.parts: list[tuple[IO[bytes], _Blocks]] = []
 
-    # pages
+    # making the blocks
 
-    def _open_page(self, page: int) -> None:
-        self._close_page()
-        self._page = page
-        path = self.names.path(page)
-        self.files.append(path)
-        # Open across many blocks, closed by _close_page (also on error, by run).
-        self._fh = open(path, "w", encoding="utf-8", newline="\n", buffering=1 << 20)  # noqa: SIM115
-        row = self.plan.main.info.row
-        title = row.title or row.id
-        suffix = f" — page {page + 1} of {self.names.pages}" if self.names.pages > 1 else ""
-        self._w(head(title + suffix))
-        self._w(f'<header class="top"><h1>{esc(title)}</h1>')
-        if page == 0:
-            self._w(facts_html(row, len(self.plan.spaces)))
-            self._w('<p class="dim">Secrets: <a href="#redactions">what was redacted</a> is '
-                    "at the end.</p>" if self.names.pages == 1 else "")  # fmt: skip
-        self._w("</header>")
-        self._w(pages_nav(self.names, page, self.out.name))
-        if self.names.pages == 1:
-            self._w(toc_html(self.plan, self.names, 0))
-        self._w("<main>\n")
-
-    def _close_page(self, footer: str = "") -> None:
-        if self._fh is None:
-            return
-        self._w("</main>")
-        self._w(pages_nav(self.names, self._page, self.out.name))
-        self._w(footer)
-        self._w(tail())
-        self._fh.close()
-        self.sizes.append(self._written)
-        self._written = 0
-        self._fh = None
-
-    def _w(self, text: str) -> None:
-        assert self._fh is not None
-        self._fh.write(text)
-        self._written += len(text)
-
-    # blocks
-
-    def run(self, redaction_note: Callable[[], str], workers: int = 1) -> list[Path]:
-        """Every page, then the index. `workers` 2: the pages in two processes, the first half
-        and the rest (pages are independent once the plan is made); the same bytes either way."""
-        split = self.plan.pages // 2 if workers > 1 and self.plan.pages >= 4 else 0
-        if split and hasattr(os, "fork"):
-            return self._run_forked(split, redaction_note)
-        self._write_pages(0, None)
-        self._write_end(redaction_note)
+    def run(self, workers: int = 1) -> list[Path]:
+        """The blocks (in two processes when `workers` is 2 and the plan found a half), then
+        the pages and their index."""
+        try:
+            if workers > 1 and self.plan.split is not None and hasattr(os, "fork"):
+                self._make_forked()
+            else:
+                spool = self._spool()
+                self.parts = [(spool, _Blocks())]
+                self.parts = [(spool, self._make(None, None, spool))]
+            self._write_pages(self._place())
+        finally:
+            for spool, _ in self.parts:
+                spool.close()
         return self.files
 
-    def _write_pages(self, first: int, stop: int | None) -> None:
-        """The main session's blocks from page `first` up to the block at seq `stop`."""
-        plan = self.plan
-        starts = list(plan.page_starts[first:])
-        start = plan.page_starts[first - 1] if first else 0
-        skip = plan.open_at[first - 1] if first else frozenset()
-        epoch = sum(1 for e in plan.toc if e.kind == "boundary" and e.seq < start)
-        self._open_page(first)
-        page = first
-        for seq, html in self._blocks(plan.main, first, after=start - 1 if first else 0,
-                                      stop=stop, skip=skip, epoch=epoch):  # fmt: skip
-            while starts and seq >= starts[0]:
-                starts.pop(0)
-                page += 1
-                self._close_page()
-                self._open_page(page)
-            self._w(html)
+    def _spool(self) -> IO[bytes]:
+        # Beside the output (a temporary folder may be small or in memory), gone when closed.
+        return tempfile.TemporaryFile(dir=self.out.parent, prefix=".ctxview-export-")
 
-    def _write_end(self, redaction_note: Callable[[], str], index: bool = True) -> None:
-        """The sub-agents no block holds, the footer with what was redacted, and the index."""
+    def _make(self, first: int | None, stop: int | None, spool: IO[bytes]) -> _Blocks:
+        """The main session's blocks from seq `first` (the second half) or from its start up
+        to seq `stop` (the first half), then, after the last, the sub-agents no call holds."""
         plan = self.plan
-        if plan.main.orphans:
-            self._w('<section class="orphans"><h2>Sub-agents</h2>')
+        blocks = _Blocks()
+        after = first - 1 if first else 0
+        skip = plan.open_at_split if first else frozenset()
+        epoch = sum(1 for e in plan.toc if e.kind == "boundary" and first and e.seq < first)
+        for seq, html in self._blocks(plan.main, after=after, stop=stop, skip=skip, epoch=epoch):
+            blocks.add(spool, seq, html)
+        if stop is None and plan.main.orphans:
+            parts = ['<section class="orphans"><h2>Sub-agents</h2>']
             for sub in plan.main.orphans:
-                for html in self._agent(sub, None):
-                    self._w(html)
-            self._w("</section>")
-        note = redaction_note()
-        footer = (f'<footer id="redactions"><p>{esc(note)}.</p><p>Exported by ctxview on '
-                  f"{_when(time.time())} from the store; every id is a link.</p></footer>")  # fmt: skip
-        self._close_page(footer)
-        if index and plan.pages > 1:
-            self._write_index(note)
+                parts.extend(self._agent(sub, None))
+            parts.append("</section>")
+            blocks.add(spool, _LAST, "".join(parts))
+        spool.flush()
+        return blocks
 
-    def _run_forked(self, split: int, redaction_note: Callable[[], str]) -> list[Path]:
-        """Pages [0, split) in one child, the rest in another, each on its own connection. A
-        redaction is counted by the process that writes its text; the second child waits for
-        the first's counts before its footer, and the parent writes the index with the sum."""
-        counts = self.source.redactor.counts
-        base = Counter(counts)
-        first_done, first_w = os.pipe()
-        last_done, last_w = os.pipe()
+    def _make_forked(self) -> None:
+        """The first half's blocks in one child, the rest in another, each on its own
+        connection and into its own spool; their tables come back through pipes."""
+        split = self.plan.split
+        assert split is not None
+        spools = [self._spool(), self._spool()]
+        pipes = [os.pipe(), os.pipe()]
         pids: list[int] = []
-        got: dict[str, Any] = {}
+        got: list[dict[str, Any]] = [{}, {}]
         try:
             for part in (0, 1):
                 pid = os.fork()
-                if pid == 0:  # the child: its pages, its counts, then gone without cleanup
+                if pid == 0:  # the child: its blocks, its table, then gone without cleanup
                     code = 1
                     try:
-                        os.close(first_done if part == 0 else first_w)
-                        os.close(last_done)
+                        # Only its own pipe's write end stays open: another end held here
+                        # would keep the parent waiting for an end of file that never comes.
+                        for n, (r, w) in enumerate(pipes):
+                            os.close(r)
+                            if n != part:
+                                os.close(w)
                         self.source = Source(self.source.path, self.source.redactor)
-                        if part == 0:
-                            os.close(last_w)
-                            self._write_pages(0, self.plan.page_starts[split - 1])
-                            self._close_page()
-                            _send(first_w, {"counts": counts, "sizes": self.sizes})
-                        else:
-                            self._write_pages(split, None)
-                            first = _receive(first_done)
-                            counts.update(Counter(first["counts"]) - base)
-                            self.sizes = [*first["sizes"], *self.sizes]
-                            self._write_end(redaction_note, index=False)  # the index: the parent
-                            _send(last_w, {"counts": counts, "sizes": self.sizes})
+                        blocks = (self._make(None, split, spools[0]) if part == 0
+                                  else self._make(split, None, spools[1]))  # fmt: skip
+                        _send(pipes[part][1], blocks.state())
                         code = 0
                     except BaseException:
                         traceback.print_exc()
                     finally:
                         os._exit(code)
                 pids.append(pid)
-            for fd in (first_w, first_done, last_w):
-                os.close(fd)
-            got = _receive(last_done)
+            for _, w in pipes:
+                os.close(w)
+            got = [_receive(r) for r, _ in pipes]
         finally:
-            for fd in (first_w, first_done, last_w, last_done):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            for r, w in pipes:
+                for fd in (r, w):
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
             codes = [os.waitpid(pid, 0)[1] for pid in pids]
-        if len(pids) < 2 or any(codes) or not got:
+        self.parts = [(spools[0], _Blocks()), (spools[1], _Blocks())]
+        if len(pids) < 2 or any(codes) or not all(got):
             raise RuntimeError("An export process failed; its error is above.")
-        counts.clear()
-        counts.update(got["counts"])
-        self.sizes = got["sizes"]
-        self.files = [self.names.path(n) for n in range(self.plan.pages)]
-        self._write_index(redaction_note())
-        return self.files
+        self.parts = [(spools[0], _Blocks.of(got[0])), (spools[1], _Blocks.of(got[1]))]
 
-    def _blocks(self, space: Space, page: int, *, after: int = 0, stop: int | None = None,
-                skip: frozenset[str] = frozenset(), epoch: int = 0) -> Iterator[tuple[int, str]]:
+    # cutting the pages
+
+    def _frame(self, page: int, pages: int) -> int:
+        """The bytes of a page other than its blocks, at most (its title, header, navigation,
+        contents on a single page, footer)."""
+        row = self.plan.main.info.row
+        title = row.title or row.id
+        big = 10 ** max(4, len(str(pages)))  # page numbers' digits, at most
+        names = PageNames(self.out, big)
+        parts = [head(title + f" — page {big} of {big}"), self._header(page, pages),
+                 2 * pages_nav(names, min(page, big - 2), self.out.name) if pages > 1 else "",
+                 "<main>\n</main>", tail(), self._oversized_note(10**12)]  # fmt: skip
+        if pages == 1:
+            parts.append(toc_html(self.plan, PageNames(self.out, 1), 0))
+        return sum(len(p.encode()) for p in parts) + _FOOTER_ROOM
+
+    def _place(self) -> list[_Page]:
+        """The pages: blocks in order, a page closed when the next block would take it past
+        the limit; a block past it alone on a page. Sizes count each link at its longest."""
+        order = [
+            (p, i) for p, (_, blocks) in enumerate(self.parts) for i in range(len(blocks.seqs))
+        ]
+        longest = len(PageNames(self.out, 10**6).name(10**6 - 1).encode())
+        sizes = [blocks.lengths[i] + blocks.links[i] * longest
+                 for p, i in order for blocks in (self.parts[p][1],)]  # fmt: skip
+        limit = self.page_bytes
+        if limit is None or sum(sizes) + self._frame(0, 1) <= limit:
+            return [_Page(order)]
+        pages: list[_Page] = []
+        current: list[tuple[int, int]] = []
+        used = 0
+        room = limit - self._frame(0, 2)
+        for at, size in zip(order, sizes, strict=True):
+            if current and used + size > room:
+                pages.append(_Page(current))
+                current, used = [], 0
+                room = limit - self._frame(len(pages), 2)
+            if not current and size > room:
+                pages.append(_Page([at], size))  # past the limit alone: a page of its own
+                room = limit - self._frame(len(pages), 2)
+                continue
+            current.append(at)
+            used += size
+        if current or not pages:
+            pages.append(_Page(current))
+        return pages
+
+    # writing the pages
+
+    def _header(self, page: int, pages: int) -> str:
+        row = self.plan.main.info.row
+        out = [f'<header class="top"><h1>{esc(row.title or row.id)}</h1>']
+        if page == 0:
+            out.append(facts_html(row, len(self.plan.spaces)))
+            if pages == 1:
+                out.append('<p class="dim">Secrets: <a href="#redactions">what was redacted</a>'
+                           " is at the end.</p>")  # fmt: skip
+        out.append("</header>")
+        return "".join(out)
+
+    def _oversized_note(self, size: int) -> str:
+        limit = self.page_bytes or 0
+        return (f'<p class="note">This page is one block of {size / 1e6:.2f} MB, more than the '
+                f"{limit / 1e6:g} MB a page may hold: a block is not split.</p>")  # fmt: skip
+
+    def _write_pages(self, pages: list[_Page]) -> None:
+        plan = self.plan
+        self.names = names = PageNames(self.out, len(pages))
+        where: dict[str, int] = {}  # anchor -> page
+        first_seq: dict[int, int] = {}  # a block's first seq -> its page
+        spans: list[tuple[int | None, int | None]] = []
+        for n, page in enumerate(pages):
+            first = last = None
+            for p, i in page.blocks:
+                blocks = self.parts[p][1]
+                first_seq[blocks.seqs[i]] = n
+                if i in blocks.rids:
+                    lo, hi = blocks.rids[i]
+                    first = lo if first is None else first
+                    last = hi
+            spans.append((first, last))
+        for p, (_, blocks) in enumerate(self.parts):
+            page_of_block = {i: n for n, page in enumerate(pages) for q, i in page.blocks if q == p}
+            for anchor, i in blocks.anchors.items():
+                where[anchor] = page_of_block.get(i, 0)
+        for entry in plan.toc:
+            entry.page = first_seq.get(entry.seq, 0)
+        for n, page in enumerate(pages):
+            self._write_page(n, page, names, where)
+        if len(pages) > 1:
+            self._write_index(spans)
+
+    def _write_page(self, n: int, page: _Page, names: PageNames, where: dict[str, int]) -> None:
+        plan = self.plan
+        row = plan.main.info.row
+        title = row.title or row.id
+        total = names.pages
+        path = names.path(n)
+        tally = Tally(self.held.redacted)
+
+        def resolve(m: re.Match[bytes]) -> bytes:
+            anchor = m.group(1).decode()
+            target = where.get(anchor, n)
+            return (f"#{anchor}" if target == n else f"{names.name(target)}#{anchor}").encode()
+
+        self.files.append(path)
+        written = 0
+        with open(path, "wb") as f:
+
+            def w(text: str | bytes) -> None:
+                nonlocal written
+                data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+                if b"[redacted: " in data:
+                    tally.add(data.decode("utf-8", "surrogatepass"))
+                f.write(data)
+                written += len(data)
+
+            w(head(title + (f" — page {n + 1} of {total}" if total > 1 else "")))
+            w(self._header(n, total))
+            w(pages_nav(names, n, self.out.name))
+            if total == 1:
+                w(toc_html(plan, names, 0))
+            w("<main>\n")
+            if page.oversized:
+                w(self._oversized_note(page.oversized))
+            for p, i in page.blocks:
+                spool, blocks = self.parts[p]
+                spool.seek(blocks.offsets[i])
+                data = spool.read(blocks.lengths[i])
+                w(_LINK.sub(resolve, data) if blocks.links[i] else data)
+            w("</main>")
+            w(pages_nav(names, n, self.out.name))
+            w(
+                f'<footer id="redactions"><p>{esc(tally.note("this page"))}.</p><p>Exported by '
+                f"ctxview on {_when(time.time())} from the store; every id is a link.</p></footer>"
+            )
+            w(tail())
+        self.held.update(tally)
+        self.sizes.append(written)
+
+    def _blocks(
+        self,
+        space: Space,
+        *,
+        after: int = 0,
+        stop: int | None = None,
+        skip: frozenset[str] = frozenset(),
+        epoch: int = 0,
+    ) -> Iterator[tuple[int, str]]:
         """(first seq, HTML) of each block of a session, in order. A call waits for its result
         (parallel calls come before their results); the rest of the stream queues behind it.
-        A part of the pages (see `_run_forked`): the events past seq `after`, the blocks before
-        seq `stop` (read on only for the results their calls wait for), and not the results in
-        `skip`, whose calls the part before writes. What is read but not written is not counted
-        as redacted here: the part that writes it counts it."""
-        pending: list[list[Any]] = []  # [seq, html or None, call item]
+        A half of the blocks (see `_make_forked`): the events past seq `after`, the blocks
+        before seq `stop` (read on only for the results their calls wait for), and not the
+        results in `skip`, whose calls the half before makes."""
+        pending: list[list[Any]] = []  # [seq, html or None, call item, epoch]
         waiting: dict[str, list[Any]] = {}
-        ctx = Ctx(space, page, epoch, self.names)
-        counts = self.source.redactor.counts
-        items = self.source.items(space.id, after=after)
-        partial = stop is not None or bool(skip)
+        ctx = Ctx(space, epoch)
         skipped = set(skip)
-        while True:
-            before = Counter(counts) if partial else None
-            item = next(items, None)
-            if item is None:
-                break
+        for item in self.source.items(space.id, after=after):
             ev = item.event
-            if before is not None:
-                joins = ev.kind == "result" and ev.call_ref in waiting
-                past = stop is not None and ev.seq >= stop
-                if (past and not joins) or (ev.kind == "result" and ev.call_ref in skipped):
-                    skipped.discard(ev.call_ref or "")
-                    counts.clear()
-                    counts.update(before)
-                    if past and not waiting:
-                        break
-                    continue
-            if space is self.plan.main:
-                ctx.page = self._page_of(ev.seq, ctx.page)
-            if ev.kind == "result" and ev.call_ref and ev.call_ref in waiting:
-                block = waiting.pop(ev.call_ref)
-                ctx_b = Ctx(space, block[3], block[4], self.names)
-                block[1] = self._tool(ctx_b, block[2], item)
+            joins = ev.kind == "result" and ev.call_ref in waiting
+            past = stop is not None and ev.seq >= stop
+            if (past and not joins) or (ev.kind == "result" and ev.call_ref in skipped):
+                skipped.discard(ev.call_ref or "")
+                if past and not waiting:
+                    break
+                continue
+            if joins:
+                block = waiting.pop(ev.call_ref or "")
+                block[1] = self._tool(Ctx(space, block[3]), block[2], item)
             else:
                 if ev.kind == "compaction":
                     epoch += 1
                 ctx.epoch = epoch
                 if ev.kind == "call" and ev.call_ref and ev.call_ref in space.call_rid:
-                    block = [ev.seq, None, item, ctx.page, epoch]
+                    block = [ev.seq, None, item, epoch]
                     waiting[ev.call_ref] = block
                     pending.append(block)
                 else:
-                    html = self._single(ctx, item, epoch)
-                    pending.append([ev.seq, html, None, ctx.page, epoch])
+                    pending.append([ev.seq, self._single(ctx, item, epoch), None, epoch])
             while pending and pending[0][1] is not None:
                 done = pending.pop(0)
                 yield done[0], done[1]
             if len(pending) > 2000:  # a call whose result never came: let it go
                 done = pending.pop(0)
                 if done[1] is None:
-                    ref = done[2].event.call_ref
-                    waiting.pop(ref, None)
-                    done[1] = self._tool(Ctx(space, done[3], done[4], self.names), done[2], None)
+                    waiting.pop(done[2].event.call_ref, None)
+                    done[1] = self._tool(Ctx(space, done[3]), done[2], None)
                 yield done[0], done[1]
         for done in pending:
             if done[1] is None:
-                done[1] = self._tool(Ctx(space, done[3], done[4], self.names), done[2], None)
+                done[1] = self._tool(Ctx(space, done[3]), done[2], None)
             yield done[0], done[1]
-
-    def _page_of(self, seq: int, current: int) -> int:
-        starts = self.plan.page_starts
-        while current < len(starts) and seq >= starts[current]:
-            current += 1
-        return current
 
     def _single(self, ctx: Ctx, item: Item, epoch: int) -> str:
         ev = item.event
@@ -720,8 +930,7 @@ class HtmlExport:
         if ev.kind == "message":
             return message_html(ctx, ev, f"{prefix}m-{ev.seq}")
         if ev.kind == "compaction":
-            ctx_before = Ctx(ctx.space, ctx.page, epoch - 1, ctx.pages)
-            return boundary_html(ctx_before, ev, epoch, f"{prefix}b-{epoch}")
+            return boundary_html(Ctx(ctx.space, epoch - 1), ev, epoch, f"{prefix}b-{epoch}")
         if ev.kind in ("call", "result"):
             if ev.kind == "call":
                 return self._tool(ctx, item, None)
@@ -751,14 +960,14 @@ class HtmlExport:
         parent = sub.parent
         if parent is not None and sub.parent_call and sub.parent_call in parent.call_rid:
             rid = parent.call_rid[sub.parent_call]
-            pctx = parent_ctx or Ctx(parent, sub.page, 0, self.names)
+            pctx = parent_ctx or Ctx(parent, 0)
             back = (f'<p class="dim">Started by the call of {id_link(pctx, rid, parent.ref(rid), parent)}'
                     " in the session above.</p>")  # fmt: skip
         yield (f'<details class="agent" id="{sub.agent_anchor}"><summary>sub-agent {sub.number}: '
                f"{esc(row.title or row.id)} · {row.results:,} results</summary>{back}"
                f'<p class="dim mono">{esc(row.id)}</p>')  # fmt: skip
         parts: list[str] = []
-        for _, html in self._blocks(sub, sub.page):
+        for _, html in self._blocks(sub):
             parts.append(html)
             if len(parts) > 200:
                 yield "".join(parts)
@@ -768,36 +977,47 @@ class HtmlExport:
             yield from self._agent(orphan, None)
         yield "</details>\n"
 
-    def _write_index(self, note: str) -> None:
+    def _write_index(self, spans: list[tuple[int | None, int | None]]) -> None:
         plan = self.plan
         row = plan.main.info.row
         path = self.out
+        tally = Tally(self.held.redacted)
+        pages_held = Tally(self.held.redacted)
+        pages_held.update(self.held)
         with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(head(row.title or row.id))
-            f.write(f'<header class="top"><h1>{esc(row.title or row.id)}</h1>')
-            f.write(facts_html(row, len(plan.spaces)))
-            f.write(f'<p class="dim">{plan.pages} pages (split past '
-                    f"{self._threshold_note()}).</p></header>")  # fmt: skip
-            f.write(toc_html(plan, self.names, None))
-            f.write('<main><h2>Pages</h2><table class="sessions"><tr><th>page</th>'
-                    "<th>results</th><th class=\"num\">size</th></tr>")  # fmt: skip
-            for i in range(plan.pages):
-                first, last = plan.page_ids[i] if i < len(plan.page_ids) else (None, None)
+
+            def w(text: str) -> None:
+                f.write(tally.add(text))
+
+            w(head(row.title or row.id))
+            w(f'<header class="top"><h1>{esc(row.title or row.id)}</h1>')
+            w(facts_html(row, len(plan.spaces)))
+            w(
+                f'<p class="dim">{self.names.pages} pages of at most '
+                f"{(self.page_bytes or 0) / 1e6:g} MB (a block is not split).</p></header>"
+            )
+            w(toc_html(plan, self.names, None))
+            w(
+                '<main><h2>Pages</h2><table class="sessions"><tr><th>page</th>'
+                '<th>results</th><th class="num">size</th></tr>'
+            )
+            for i in range(self.names.pages):
+                first, last = spans[i] if i < len(spans) else (None, None)
                 span = (f"{plan.main.ref(first)} – {plan.main.ref(last)}"
                         if first is not None and last is not None else "—")  # fmt: skip
                 size = self.sizes[i] if i < len(self.sizes) else 0
-                f.write(f'<tr><td><a href="{self.names.name(i)}">page {i + 1}</a></td>'
-                        f'<td class="mono">{esc(span)}</td><td class="num">{size / 1e6:.1f} MB'
-                        "</td></tr>")  # fmt: skip
-            f.write("</table></main>")
-            f.write(f'<footer id="redactions"><p>{esc(note)}.</p></footer>')
+                w(f'<tr><td><a href="{self.names.name(i)}">page {i + 1}</a></td>'
+                  f'<td class="mono">{esc(span)}</td><td class="num">{size / 1e6:.2f} MB'
+                  "</td></tr>")  # fmt: skip
+            w("</table></main>")
+            pages_note = pages_held.note(f"its {self.names.pages} pages")
+            f.write(
+                f'<footer id="redactions"><p>{esc(tally.note("this index"))}; '
+                f"{esc(pages_note)}.</p></footer>"
+            )
             f.write(tail())
+        self.held.update(tally)
         self.files.insert(0, path)
-
-    threshold: int | None = None
-
-    def _threshold_note(self) -> str:
-        return f"{self.threshold / 1e6:g} MB a page" if self.threshold else "a size"
 
 
 def list_facts(row: SessionRow) -> tuple[str, str]:
@@ -809,10 +1029,11 @@ def list_facts(row: SessionRow) -> tuple[str, str]:
             f"{row.source}@{machine}" if machine else row.source)  # fmt: skip
 
 
-def session_index(out: Path, rows: list[tuple[SessionRow, str, int]], note: str) -> None:
+def session_index(out: Path, rows: list[tuple[SessionRow, str, int]], tally: Tally) -> None:
     """`--all`: an index of every session, with the session list's facts (its columns: title,
     started, results, state, saved, source, workspace), linking each file."""
-    with open(out, "w", encoding="utf-8", newline="\n") as f:
+    with open(out, "w", encoding="utf-8", newline="\n") as raw:
+        f = _Counted(raw, tally)
         f.write(head("ctxview sessions"))
         f.write('<header class="top"><h1>Sessions</h1>'
                 f'<p class="dim">{len(rows)} sessions, newest first; sub-agents are inside '
@@ -829,14 +1050,26 @@ def session_index(out: Path, rows: list[tuple[SessionRow, str, int]], note: str)
                     f'<td class="num">{row.results:,}</td><td class="num">{row.chars_saved:,}</td>'
                     f'<td>{title}</td><td>{esc(source)}</td><td class="mono">'
                     f"{esc(row.workspace) or '—'}</td></tr>")  # fmt: skip
-        f.write(f'</table></main><footer id="redactions"><p>{esc(note)}.</p></footer>')
-        f.write(tail())
+        f.write("</table></main>")
+        raw.write(f'<footer id="redactions"><p>{esc(tally.note("this index"))}.</p></footer>')
+        raw.write(tail())
+
+
+class _Counted:
+    """A file that counts the redaction markers of what is written to it."""
+
+    def __init__(self, f: IO[str], tally: Tally) -> None:
+        self.f = f
+        self.tally = tally
+
+    def write(self, text: str) -> int:
+        return self.f.write(self.tally.add(text))
 
 
 def _send(fd: int, value: dict[str, Any]) -> None:
     data = json.dumps(value).encode()
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
     os.close(fd)
 
 

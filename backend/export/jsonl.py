@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from ..store.records import EVENT_COLUMNS, SessionRow
 from .plan import Space
 from .source import SessionInfo, Source
+from .tally import Tally
 
 FORMAT = "ctxview-export"
 VERSION = 1
@@ -42,16 +42,17 @@ def _walk(info: SessionInfo) -> list[SessionInfo]:
     return out
 
 
-def write(source: Source, info: SessionInfo, out: Path, note: Callable[[], str],
-          counts: Callable[[], dict[str, int]], redacted: bool) -> list[Path]:  # fmt: skip
-    """The session and its sub-agents (parents first), one record a line."""
+def write(source: Source, info: SessionInfo, out: Path, tally: Tally) -> list[Path]:
+    """The session and its sub-agents (parents first), one record a line; the last says what
+    redaction markers the lines before it hold (`tally` counts them as they are written)."""
     sessions = _walk(info)
+    redacted = tally.redacted
     with open(out, "w", encoding="utf-8", newline="\n") as f:
         _line(f, {"type": "export", "format": FORMAT, "version": VERSION,
                   "exported": time.time(), "session": info.row.id,
-                  "sessions": [s.row.id for s in sessions], "redacted": redacted})  # fmt: skip
+                  "sessions": [s.row.id for s in sessions], "redacted": redacted}, tally)  # fmt: skip
         for s in sessions:
-            _line(f, session_record(s.row))
+            _line(f, session_record(s.row), tally)
             for item in source.items(s.row.id, stored=True):
                 ev = item.event
                 rec: dict[str, Any] = {"type": "event", "session": s.row.id, "seq": ev.seq}
@@ -62,13 +63,14 @@ def write(source: Source, info: SessionInfo, out: Path, note: Callable[[], str],
                 if ev.rid is not None and item.shown is not None:
                     rec["shown"] = item.shown
                     rec["stored"] = item.stored if item.stored is not None else ""
-                _line(f, rec)
-        _line(f, {"type": "end", "redactions": counts(), "note": note()})
+                _line(f, rec, tally)
+        _line(f, {"type": "end", "redactions": dict(tally.counts), "note": tally.note()}, None)
     return [out]
 
 
-def _line(f: IO[str], record: dict[str, Any]) -> None:
-    f.write(_dump(record))
+def _line(f: IO[str], record: dict[str, Any], tally: Tally | None) -> None:
+    text = _dump(record)
+    f.write(tally.add(text) if tally is not None else text)
     f.write("\n")
 
 

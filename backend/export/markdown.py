@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -14,10 +14,12 @@ from ..call_summary import args_summary, parse_args
 from ..store.records import Event
 from .plan import EDIT_KINDS, STUB_KINDS, Plan, Space
 from .source import Item, Source, extra
+from .tally import MARKER, Tally
 from .text import (
     ANSI,
     ELISION,
     count_lines,
+    cut,
     files_read_rows,
     language,
     link_ids,
@@ -81,9 +83,13 @@ class MdExport:
             )  # fmt: skip
         return "".join(parts)
 
-    def run(self, note: Callable[[], str]) -> list[Path]:
+    chars = 0  # the characters written
+
+    def run(self) -> list[Path]:
         row = self.plan.main.info.row
-        with open(self.out, "w", encoding="utf-8", newline="\n") as f:
+        self.tally = Tally(self.source.redactor.enabled)
+        with open(self.out, "w", encoding="utf-8", newline="\n") as raw:
+            f = _Counted(raw, self.tally)
             title = row.title or row.id
             f.write(f"# {self._one_line(title)}\n\n")
             f.write("| | |\n|---|---|\n")
@@ -101,16 +107,17 @@ class MdExport:
                 for e in self.plan.toc:
                     target = f"b-{e.number}" if e.kind == "boundary" else f"m-{e.seq}"
                     label = f"━ {e.label}" if e.kind == "boundary" else e.label
-                    label = self._one_line(label).replace("[", "\\[").replace("]", "\\]")
-                    f.write(f"- [{label}](#{target})\n")
+                    f.write(f"- [{_link_text(self._one_line(label))}](#{target})\n")
                 f.write("\n")
             f.write("---\n\n")
             for text in self._blocks(self.plan.main):
                 f.write(text)
             for sub in self.plan.main.orphans:
                 self._write_agent(f, sub)
-            f.write(f"\n---\n\n<a id=\"redactions\"></a>{note()}. Exported by ctxview on "
-                    f"{_when(time.time())}.\n")  # fmt: skip
+            end = (f"\n---\n\n<a id=\"redactions\"></a>{self.tally.note()}. Exported by "
+                   f"ctxview on {_when(time.time())}.\n")  # fmt: skip
+            raw.write(end)
+            self.chars = f.chars + len(end)
         return [self.out]
 
     @staticmethod
@@ -176,7 +183,9 @@ class MdExport:
             text = ev.text or ""
             body = self.linked(space, epoch, text)
             if count_lines(text) > 80:
-                body = f"<details><summary>{count_lines(text)} lines</summary>\n\n{body}\n\n</details>"
+                body = (
+                    f"<details><summary>{count_lines(text)} lines</summary>\n\n{body}\n\n</details>"
+                )
             out.append(body + "\n\n")
             return "".join(out)
         if ev.kind == "compaction":
@@ -201,7 +210,7 @@ class MdExport:
             return self._tool(space, epoch, None, item)
         if ev.kind == "end":
             return "*■ the session ended*\n\n"
-        return f"*‹{ev.kind}› {self._one_line((ev.text or ev.tool or '')[:300])}*\n\n"
+        return f"*‹{ev.kind}› {self._one_line(cut(ev.text or ev.tool or '', 300))}*\n\n"
 
     def _tool(self, space: Space, epoch: int, call: Item | None, result: Item | None) -> str:
         cev = call.event if call else None
@@ -230,14 +239,15 @@ class MdExport:
         a = f'<a id="{anchor(space, ev.rid)}"></a>' if ev.rid is not None else ""
         line = self._line(space, epoch, bracket.replace("|", "\\|"))
         if ev.rkind in STUB_KINDS and ev.points_to is not None and ev.points_to in space.epoch_of:
-            line += " ↵ leads to " + self.link(space, epoch, ev.points_to, space.ref(ev.points_to))
+            line += " stands for " + self.link(space, epoch, ev.points_to, space.ref(ev.points_to))
         out = [f"{a}{line}\n\n"]
         if not body:
             return out[0]
         if "\x1b" in body:
             body = ANSI.sub("", body)
         if len(body) > MAX_CHARS:
-            body = body[:MAX_CHARS] + f"\n… (cut; `ctxview recall {space.ref(ev.rid or 0)}`)"
+            body = _lines_within(body, MAX_CHARS) + (
+                f"\n… (cut; `ctxview recall {space.ref(ev.rid or 0)}`)")  # fmt: skip
         lang = "diff" if ev.rkind in EDIT_KINDS else language(ev.path)
         block = fence(body, lang)
         n = count_lines(body)
@@ -261,10 +271,44 @@ class MdExport:
             if stored_lines is None:
                 stored_lines = item.stored.split("\n")
             n = int(m.group(1))
-            middle = "\n".join(stored_lines[i : i + n])[:MAX_CHARS]
+            middle = _lines_within("\n".join(stored_lines[i : i + n]), MAX_CHARS)
             out.append(f"<details><summary>the {n:,} elided lines, from the stored text"
                        f"</summary>\n\n{fence(middle)}\n</details>\n\n")  # fmt: skip
         return "".join(out)
+
+
+class _Counted:
+    """A file that counts the redaction markers of what is written to it."""
+
+    def __init__(self, f: IO[str], tally: Tally) -> None:
+        self.f = f
+        self.tally = tally
+        self.chars = 0
+
+    def write(self, text: str) -> int:
+        self.chars += len(text)
+        return self.f.write(self.tally.add(text))
+
+
+def _link_text(label: str) -> str:
+    """A link's text with its brackets escaped, a redaction marker's kept (balanced brackets
+    are allowed in a link's text, and an escaped marker is no longer one)."""
+    parts = MARKER.split(label)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(f"[redacted: {part}]")
+        else:
+            out.append(part.replace("[", "\\[").replace("]", "\\]"))
+    return "".join(out)
+
+
+def _lines_within(text: str, limit: int) -> str:
+    """`text` up to `limit` characters, cut at a line's end (a marker never spans lines)."""
+    if len(text) <= limit:
+        return text
+    at = text.rfind("\n", 0, limit)
+    return text[: at if at > 0 else limit]
 
 
 def _when(ts: float | None) -> str:

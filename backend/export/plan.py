@@ -1,7 +1,8 @@
 """The lean first pass of an export: which results exist (so only real ids become links), the
-compaction epoch of each (a link after a boundary says the result left the context), the page
-each block goes on (a big session is split, links still land), sub-agents under their calls,
-and the table of contents. No bodies are read; for 100,000 results this is a few tens of MB."""
+compaction epoch of each (a link after a boundary says the result left the context), sub-agents
+under their calls, the table of contents, and where a long session's blocks may be split
+between two processes. No bodies are read; for 100,000 results this is a few tens of MB.
+(Which page a block goes on is decided from the blocks as written: html.py.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from ..config import Config, ConfigError
 from ..rules.ids import format_id
 from .source import L_CALL, L_KIND, L_PROMPT, L_RID, L_ROLE, L_SEQ, L_SIZE, SessionInfo, Source
+from .text import cut
 
 EDIT_KINDS = frozenset({"edit", "created", "deleted", "moved", "patch"})
 STUB_KINDS = frozenset({"unchanged", "same"})
@@ -24,8 +26,6 @@ class Space:
     number: int = 0  # a sub-agent's number in the export, 0 for the main session
     digits: int = 4
     epoch_of: dict[int, int] = field(default_factory=dict)  # rid -> compactions before it
-    page_of: dict[int, int] = field(default_factory=dict)  # rid -> page (main session)
-    page: int = 0  # a sub-agent's page: its parent call's
     parent: Space | None = None
     parent_call: str | None = None
     by_call: dict[str, list[Space]] = field(default_factory=dict)  # call_ref -> its sub-agents
@@ -51,9 +51,6 @@ class Space:
     def ref(self, rid: int) -> str:
         return format_id(rid, self.digits)
 
-    def page_for(self, rid: int) -> int:
-        return self.page_of.get(rid, self.page) if not self.prefix else self.page
-
     @property
     def agent_anchor(self) -> str:
         return f"agent-{self.number}"
@@ -63,19 +60,22 @@ class Space:
 class TocEntry:
     kind: str  # prompt | boundary
     seq: int
-    page: int
     label: str
     number: int = 0  # a boundary's number
+    page: int = 0  # the page it is on (set once the pages are known)
+
+
+# A session estimated this large or more (or four pages or more) is made by two processes
+# (html.py); below it, the second process's start costs more than it saves.
+SPLIT_BYTES = 40_000_000
 
 
 @dataclass
 class Plan:
     main: Space
-    pages: int = 1
-    page_starts: list[int] = field(default_factory=list)  # first block seq of pages 2..n
-    open_at: list[frozenset[str]] = field(default_factory=list)  # calls awaiting results there
-    page_sizes: list[int] = field(default_factory=list)  # estimated bytes per page
-    page_ids: list[tuple[int | None, int | None]] = field(default_factory=list)
+    size: int = 0  # the estimated bytes of the main session's blocks
+    split: int | None = None  # the first seq of the second half, when there is one
+    open_at_split: frozenset[str] = frozenset()  # calls whose results come after `split`
     toc: list[TocEntry] = field(default_factory=list)
     spaces: list[Space] = field(default_factory=list)  # every sub-agent, in number order
 
@@ -94,56 +94,47 @@ def _agent_size(info: SessionInfo) -> int:
     )
 
 
-def build(source: Source, info: SessionInfo, page_bytes: int | None) -> Plan:
-    """The plan of a session's export. `page_bytes`: split into pages of about that size (None:
-    one page whatever the size)."""
+def build(source: Source, info: SessionInfo, split_at: int | None = None) -> Plan:
+    """The plan of a session's export. `split_at`: when the session's estimated size is that
+    or more, find where its blocks divide in two halves by size, for two processes to make."""
+    split = split_at is not None
     main = Space(info, digits=_digits(info))
     plan = Plan(main)
     counter = [0]
     _attach_children(source, main, plan, counter)
-    page, size = 0, 0.0
-    first_rid: int | None = None
-    last_rid: int | None = None
-    open_calls: dict[str, int] = {}
+    size = 0.0
+    open_calls: set[str] = set()
+    starts: list[tuple[float, int, frozenset[str]]] = []  # (size before, seq, calls open)
     epoch = 0
-    epoch_of, page_of, call_rid = main.epoch_of, main.page_of, main.call_rid
+    epoch_of, call_rid = main.epoch_of, main.call_rid
     for row in source.lean(main.id):
         kind, ref = row[L_KIND], row[L_CALL]
         joins = kind == "result" and ref is not None and ref in open_calls
         if not joins:
-            if page_bytes is not None and size >= page_bytes:
-                plan.page_sizes.append(int(size))
-                plan.page_ids.append((first_rid, last_rid))
-                page += 1
-                size, first_rid, last_rid = 0, None, None
-                plan.page_starts.append(row[L_SEQ])
-                plan.open_at.append(frozenset(open_calls))
+            if split:
+                starts.append((size, row[L_SEQ], frozenset(open_calls)))
             if kind == "call" and ref:
-                open_calls[ref] = page
+                open_calls.add(ref)
                 for child in main.by_call.get(ref, ()):
-                    _place(child, page)
                     size += _agent_size(child.info)
         size += row[L_SIZE]
         if kind == "result":
+            open_calls.discard(ref or "")
             rid = row[L_RID]
             if rid is None:
                 continue
             epoch_of[rid] = epoch
-            page_of[rid] = open_calls.pop(ref, page) if joins else page
-            first_rid = rid if first_rid is None else first_rid
-            last_rid = rid
             if ref:
                 call_rid[ref] = rid
         elif kind == "compaction":
             epoch += 1
-            plan.toc.append(TocEntry("boundary", row[L_SEQ], page, f"compaction {epoch}", epoch))
+            plan.toc.append(TocEntry("boundary", row[L_SEQ], f"compaction {epoch}", epoch))
         elif kind == "message" and row[L_ROLE] == "user" and row[L_PROMPT]:
-            plan.toc.append(TocEntry("prompt", row[L_SEQ], page, _label(row[L_PROMPT])))
-    for child in main.orphans:
-        _place(child, page)
-    plan.page_sizes.append(int(size))
-    plan.page_ids.append((first_rid, last_rid))
-    plan.pages = page + 1
+            plan.toc.append(TocEntry("prompt", row[L_SEQ], _label(row[L_PROMPT])))
+    plan.size = int(size)
+    if split_at is not None and size >= split_at and len(starts) > 1:
+        half = next((s for s in starts if s[0] >= size / 2), starts[-1])
+        plan.split, plan.open_at_split = half[1], half[2]
     _pointers(source, main)
     for space in (main, *plan.spaces):
         space.tree = main.tree
@@ -153,17 +144,7 @@ def build(source: Source, info: SessionInfo, page_bytes: int | None) -> Plan:
 
 
 def _label(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= 120 else line[:119] + "…"
-
-
-def _place(space: Space, page: int) -> None:
-    space.page = page
-    for kids in space.by_call.values():
-        for k in kids:
-            _place(k, page)
-    for k in space.orphans:
-        _place(k, page)
+    return cut(" ".join(text.split()), 120)
 
 
 def _attach_children(source: Source, space: Space, plan: Plan, counter: list[int]) -> None:

@@ -7,10 +7,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import fit as summary
 from . import html, jsonl, markdown
-from .plan import build
+from .plan import SPLIT_BYTES, build
 from .redact import Redactor
 from .source import Source
+from .tally import Tally
 
 EXTENSIONS = {"html": "html", "md": "md", "json": "jsonl"}
 DEFAULT_PAGE_MB = 10.0
@@ -22,6 +24,8 @@ class ExportResult:
     sessions: int = 0
     pages: int = 1
     sizes: list[int] = field(default_factory=list)
+    held: Tally = field(default_factory=Tally)  # the redaction markers of every file written
+    chars: int = 0  # Markdown: the characters written (GitHub counts characters)
 
 
 def safe_name(session_id: str) -> str:
@@ -33,32 +37,39 @@ def default_output(session_id: str, fmt: str) -> Path:
 
 
 def export_session(source: Source, session_id: str, fmt: str, out: Path,
-                   page_bytes: int | None, workers: int = 1) -> ExportResult:  # fmt: skip
-    """One session (and its sub-agents) to `out`; `workers` 2: HTML pages in two processes
-    (a command's choice: a process with threads, such as the viewer, must not fork)."""
-    redactor = source.redactor
+                   page_bytes: int | None, workers: int = 1,
+                   fit: int | None = None) -> ExportResult:  # fmt: skip
+    """One session (and its sub-agents) to `out`; `workers` 2: HTML's blocks made in two
+    processes (a command's choice: a process with threads, such as the viewer, must not fork);
+    `fit`: Markdown, a summary in fewer characters than that (fit.py). Each file says what
+    redactions it holds; the result, what they all hold."""
+    enabled = source.redactor.enabled
     info = source.tree(session_id)
     written: list[Path] = []
     try:
         if fmt == "json":
-            from .plan import Plan, Space
-
-            plan = Plan(Space(info))
-            written = jsonl.write(source, info, out, redactor.summary,
-                                  lambda: dict(redactor.counts), redactor.enabled)  # fmt: skip
-            return ExportResult(written, 1, 1, [out.stat().st_size])
-        plan = build(source, info, page_bytes if fmt == "html" else None)
+            tally = Tally(enabled)
+            written = jsonl.write(source, info, out, tally)
+            return ExportResult(written, 1, 1, [out.stat().st_size], tally)
+        split_at = None
+        if fmt == "html" and workers > 1:
+            split_at = min(4 * page_bytes, SPLIT_BYTES) if page_bytes else SPLIT_BYTES
+        plan = build(source, info, split_at)
+        if fmt == "md" and fit is not None:
+            written, tally = summary.write(source, plan, out, fit)
+            chars = len(out.read_text(encoding="utf-8"))
+            return ExportResult(written, 1, 1, [out.stat().st_size], tally, chars)
         if fmt == "md":
-            written = markdown.MdExport(source, plan, out).run(redactor.summary)
-            return ExportResult(written, 1, 1, [out.stat().st_size])
-        writer = html.HtmlExport(source, plan, out)
-        writer.threshold = page_bytes
+            md = markdown.MdExport(source, plan, out)
+            written = md.run()
+            return ExportResult(written, 1, 1, [out.stat().st_size], md.tally, md.chars)
+        writer = html.HtmlExport(source, plan, out, page_bytes)
         try:
-            written = writer.run(redactor.summary, workers)
+            writer.run(workers)
         finally:
             written = writer.files
-            writer._close_page()
-        return ExportResult(written, 1, plan.pages, [p.stat().st_size for p in written])
+        pages = max(1, len(written) - (len(written) > 1))
+        return ExportResult(written, 1, pages, [p.stat().st_size for p in written], writer.held)
     except BaseException:
         for p in written or _guess(out):
             p.unlink(missing_ok=True)
@@ -70,39 +81,47 @@ def _guess(out: Path) -> list[Path]:
     return [out, *out.parent.glob(f"{stem}.p[0-9][0-9][0-9].html")]
 
 
-def export_all(source: Source, fmt: str, folder: Path, page_bytes: int | None) -> ExportResult:
-    """Every top-level session (sub-agents go inside theirs) and an index of them."""
+def export_all(source: Source, fmt: str, folder: Path, page_bytes: int | None,
+               fit: int | None = None) -> ExportResult:  # fmt: skip
+    """Every top-level session (sub-agents go inside theirs) and an index of them; each file
+    says what it holds, the index too."""
     folder.mkdir(parents=True, exist_ok=True)
     rows = source.sessions()
     ids = {r.id for r in rows}
     top = [r for r in rows if not r.parent_session or r.parent_session not in ids]
-    result = ExportResult()
+    result = ExportResult(held=Tally(source.redactor.enabled))
     listed = []
     for row in top:
         name = f"{safe_name(row.id)}.{EXTENSIONS[fmt]}"
-        one = export_session(source, row.id, fmt, folder / name, page_bytes)
+        one = export_session(source, row.id, fmt, folder / name, page_bytes, fit=fit)
         result.files.extend(one.files)
         result.sizes.extend(one.sizes)
+        result.held.update(one.held)
         result.sessions += 1
         agents = sum(1 for r in rows if r.parent_session == row.id)
         listed.append((row, name, agents))
     index = folder / f"index.{'json' if fmt == 'json' else fmt}"
+    tally = Tally(source.redactor.enabled)
     if fmt == "html":
-        html.session_index(index, listed, source.redactor.summary())
+        html.session_index(index, listed, tally)
     elif fmt == "md":
-        _md_index(index, listed, source.redactor.summary())
+        _md_index(index, listed, tally)
     else:
         import json
 
+        sessions = [{**jsonl.session_record(r), "file": n} for r, n, _ in listed]
+        tally.add(json.dumps(sessions, ensure_ascii=False))
         index.write_text(json.dumps(
-            {"format": jsonl.FORMAT, "version": jsonl.VERSION,
-             "sessions": [{**jsonl.session_record(r), "file": n} for r, n, _ in listed]},
+            {"format": jsonl.FORMAT, "version": jsonl.VERSION, "sessions": sessions,
+             "redactions": dict(tally.counts), "note": tally.note()},
             ensure_ascii=False, indent=1))  # fmt: skip
+    result.held.update(tally)
     result.files.insert(0, index)
+    result.sizes.insert(0, index.stat().st_size)
     return result
 
 
-def _md_index(path: Path, listed: list, note: str) -> None:  # type: ignore[type-arg]
+def _md_index(path: Path, listed: list, tally: Tally) -> None:  # type: ignore[type-arg]
     lines = ["# Sessions\n",
              "| session | started | state | results | saved | title | source | workspace |",
              "|---|---|---|---:|---:|---|---|---|"]  # fmt: skip
@@ -114,8 +133,10 @@ def _md_index(path: Path, listed: list, note: str) -> None:  # type: ignore[type
         lines.append(f"| [`{row.id}`]({name}) | {markdown._when(row.started)} | {state} | "
                      f"{row.results:,} | {row.chars_saved:,} | {title} | {source} | "
                      f"{workspace or '—'} |")  # fmt: skip
-    lines.append(f"\n{note}.\n")
+    for line in lines:
+        tally.add(line)
+    lines.append(f"\n{tally.note()}.\n")
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
-__all__ = ["DEFAULT_PAGE_MB", "ExportResult", "Redactor", "export_all", "export_session"]
+__all__ = ["DEFAULT_PAGE_MB", "ExportResult", "Redactor", "Tally", "export_all", "export_session"]

@@ -66,9 +66,11 @@ def _theme_vars(dark: bool) -> str:
 
 def _pygments(dark: bool) -> str:
     _, style = theme_values("dark" if dark else "light")
-    rules = HtmlFormatter(style=style).get_style_defs(".hl").splitlines()
-    # Token colours only: the page's own background shows through (and a diff line's).
-    return "\n".join(r for r in rules if r.startswith(".hl .") and "background" not in r)
+    rules = HtmlFormatter(style=style).get_style_defs("pre.hl").splitlines()
+    # Token colours only: the page's own background shows through (and a diff line's). Scoped
+    # to `pre.hl`, the blocks that hold token spans: ctxview's own spans elsewhere (`.m`, `.err`)
+    # share pygments' short class names.
+    return "\n".join(r for r in rules if r.startswith("pre.hl .") and "background" not in r)
 
 
 @cache

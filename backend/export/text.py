@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .tally import MARKER
+
 ELISION_PREFIX = "["
 # ID_IN_TEXT (rules/ids.py) starts with a lookbehind, which keeps re from jumping to each "#"
 # with its fast literal search; this one starts at the "#", and the lookbehind is checked here.
@@ -17,7 +19,10 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
 def esc(text: str) -> str:
-    """HTML-escape text for element content (quotes are left: never used inside attributes)."""
+    """HTML-escape text for element content (quotes are left: never used inside attributes).
+    A NUL becomes U+FFFD, as a browser would show it: the writer's links use NULs."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
     if "&" in text:
         text = text.replace("&", "&amp;")
     if "<" in text:
@@ -68,6 +73,25 @@ def files_read_rows(extra: dict[str, Any]) -> list[tuple[str, str, str, int | No
         out.append((str(r.get("path", "")), span, str(r.get("sha", ""))[:8],
                     rid if isinstance(rid, int) else None))  # fmt: skip
     return out
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters: whole when it fits, else cut after its last whole
+    word that fits, with an ellipsis (a word longer than half the room is cut where the room
+    ends). A redaction marker goes whole or not at all: a cut inside one would leave a marker
+    no one can read or count."""
+    if len(text) <= limit:
+        return text
+    room = limit - 1  # the ellipsis takes one
+    end = room
+    space = text.rfind(" ", 0, room + 1)
+    if space >= room // 2:
+        end = space
+    for m in MARKER.finditer(text, max(0, end - 64), end + 64):
+        if m.start() < end < m.end():
+            end = m.start()
+            break
+    return text[:end].rstrip() + "…"
 
 
 def count_lines(text: str) -> int:

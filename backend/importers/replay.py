@@ -167,7 +167,7 @@ class Replay:
             return  # slash-command markup, injected context, an interruption: not a prompt
         self.data["prompt"] = text[:500]
         if self.title is None and not self.data.get("titled"):
-            self.title = first[:80]
+            self.title = _title(first, 80)
 
     def titled(self, title: str) -> None:
         """A title the source gives (Claude Code's summary, custom-title, ai-title)."""
@@ -176,3 +176,13 @@ class Replay:
 
     async def compact(self, summary: str, *, ts: float, data: dict[str, Any] | None = None) -> None:
         await self.session.compact(summary, ts=ts, data=data)
+
+
+def _title(line: str, limit: int) -> str:
+    """A prompt's first line as a title: whole when it fits, else cut after its last whole word
+    that fits, with an ellipsis (a cut mid-word read as a typo)."""
+    if len(line) <= limit:
+        return line
+    space = line.rfind(" ", 0, limit)
+    end = space if space >= limit // 2 else limit - 1
+    return line[:end].rstrip() + "…"

@@ -88,8 +88,11 @@ def click_stub(page: sync_api.Page) -> None:
     link.scroll_into_view_if_needed()
     assert not in_view(page, "1003")
     link.click()
-    until(page, lambda: page.evaluate("location.hash") == "#1003" and in_view(page, "1003"),
-          "#1003 in view")
+    until(
+        page,
+        lambda: page.evaluate("location.hash") == "#1003" and in_view(page, "1003"),
+        "#1003 in view",
+    )
 
 
 @pytest.mark.parametrize("js", [True, False], ids=["js-on", "js-off"])
