@@ -50,6 +50,7 @@ from ..store.records import EVENT_COLUMNS, Event
 from ..store.writer import Writer
 from ..tools import ToolError
 from . import live
+from .hook_trace import Trace
 
 OWN_TOOLS = "mcp__ctxview__"
 _EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write"}
@@ -127,8 +128,10 @@ class HookEngine:
 
     # The face
 
-    async def handle(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    async def handle(self, event: str, payload: dict[str, Any], trace: Trace | None = None
+                     ) -> dict[str, Any] | None:  # fmt: skip
         """The hook's JSON output for one event, or None for none (Claude Code keeps its own)."""
+        trace = trace or Trace()
         if event in ("PostToolUse", "PostToolUseFailure"):
             name = payload.get("tool_name")
             if not isinstance(name, str) or name.startswith(OWN_TOOLS):
@@ -136,10 +139,14 @@ class HookEngine:
         sid = session_id_of(payload)
         # One step at a time per session: in this process (asyncio), then across processes.
         async with self._locks.setdefault(sid, asyncio.Lock()), live.session_lock(self.store, sid):
+            trace.lap("lock")
             served = await self._serve(sid, payload)
+            trace.lap("catch_up")
             try:
-                await self._transcript(served, payload, growing=event != "SessionEnd")
+                await self._transcript(served, payload, growing=event != "SessionEnd",
+                                       trace=trace)  # fmt: skip
                 out = await self._event(served, event, payload)
+                trace.lap("rules")
             except BaseException:
                 # A step that did not commit may have taken an id or filled the dedupe
                 # table in memory: the next step starts again from the store.
@@ -270,7 +277,7 @@ class HookEngine:
         served.last_seq = last
 
     async def _transcript(self, served: Served, payload: dict[str, Any], *,
-                          growing: bool) -> None:  # fmt: skip
+                          growing: bool, trace: Trace) -> None:  # fmt: skip
         """Import what the transcript gained since the last hook (what the model said before
         this tool ran, its usage, sub-agents), before this step's own events. The importer
         skips the results this hook stored. A failure here is recorded and the hook goes on."""
@@ -282,6 +289,7 @@ class HookEngine:
             return
         assert self.writer is not None
         await _written(main, payload.get("tool_use_id"))
+        trace.lap("written")
         try:
             await self._import(served, main, served.session.id, growing)
             for f in sub_agents(main):
@@ -297,6 +305,7 @@ class HookEngine:
                         await self._start(sid, {**payload, "agent_id": agent})
                     await self._import(served, f, sid, growing)
             served.session.advance_ids(self._next_rid(served.session.id))
+            trace.lap("transcript")
         except Exception as exc:  # the transcript is a bonus; the hook goes on
             from . import failures
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from . import failures
 from .claude_hooks import HookEngine
 from .hook_client import BUDGET, event_name, private_folder, socket_path
+from .hook_trace import Trace, Traces
 
 IDLE = 900.0  # seconds without a hook before the engine exits
 STEP_BUDGET = BUDGET - 0.5  # the engine gives up on a step before the client does
@@ -34,6 +35,7 @@ class Daemon:
         self.stopping = False
         self.code = _code_stamp()
         self.server: asyncio.AbstractServer | None = None
+        self.traces = Traces(store)
 
     async def _same_store(self) -> None:
         """A store removed or replaced since the engine opened it (a person starting afresh)
@@ -56,7 +58,9 @@ class Daemon:
         try:
             while time.monotonic() - self.last < IDLE and not self.stopping:
                 await asyncio.sleep(0.2)
+                self.traces.save()
         finally:
+            self.traces.save()
             self.server.close()
             # The store is released before the socket goes: a `stop` (which waits for this
             # process to end) or a client that finds no socket never meets an engine still
@@ -71,8 +75,10 @@ class Daemon:
         self.last = time.monotonic()
         event, raw = "?", b""
         answer = b""
+        trace = Trace(transport="command")
         try:
             request = await reader.read()  # the client shuts its side when it has sent all
+            trace.lap("read")
             head, _, raw = request.partition(b"\n")
             event = event_name(head.decode())
             if event == "_shutdown":  # tests (and a person) end the engine
@@ -83,14 +89,18 @@ class Daemon:
                 if not isinstance(payload, dict):
                     raise ValueError("the hook input is not a JSON object")
                 event = str(payload.get("hook_event_name") or event)
+                trace.event, trace.tool = event, str(payload.get("tool_name") or "")
                 await self._same_store()
-                output = await asyncio.wait_for(self.engine.handle(event, payload), STEP_BUDGET)
+                trace.lap("parse")
+                output = await asyncio.wait_for(self.engine.handle(event, payload, trace),
+                                                STEP_BUDGET)  # fmt: skip
                 if output is not None:
                     answer = json.dumps(output, ensure_ascii=False).encode()
         except Exception as exc:  # recorded; the hook prints nothing
             what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if isinstance(exc, TimeoutError):
                 what = f"the step took longer than {STEP_BUDGET:g} s"
+            trace.error = what
             event, detail = failures.about(raw, event)
             failures.record(self.store, event, what, detail)
         try:
@@ -99,6 +109,11 @@ class Daemon:
             writer.close()
         except OSError:
             pass
+        trace.lap("answer")
+        trace.sent()
+        trace.done()
+        if event != "_shutdown":
+            self.traces.add(trace)
         self.last = time.monotonic()
         if _code_stamp() != self.code:  # ctxview was upgraded: the next hook starts a new one
             self.stopping = True

@@ -12,12 +12,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..agents import failures
+from ..agents import failures, hook_trace
 from ..agents.hook_client import socket_path
 from ..agents.install_claude import HOOKS, SERVER, is_ours, paths
 from .common import store_path
 
 SHOW = 10  # failures listed
+TRACES = 200  # the newest hooks whose phases are summed up
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         problems += _claude(scope)
     sock = socket_path(store)
     print(f"hook engine: {'running' if sock.exists() else 'not running (starts with the first hook)'}")
+    _timings(store)
     found = failures.read(store)
     if found:
         problems += 1
@@ -49,6 +51,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("hook failures: none")
     return 1 if problems else 0
+
+
+def _timings(store: Path) -> None:
+    """Where the newest hooks' time went, phase by phase (the engine's own traces)."""
+    traces = [t for t in hook_trace.read(store) if t.get("event") in (
+        "PostToolUse", "PostToolUseFailure")][-TRACES:]  # fmt: skip
+    if not traces:
+        return
+    print(f"hook timings: the last {len(traces)} tool calls, in the engine "
+          "(`answered`: what the call waited for)")  # fmt: skip
+    for line in hook_trace.table(traces):
+        print(line)
 
 
 def _store(store: Path) -> int:
