@@ -359,6 +359,11 @@ class Session:
     def ref(self, rid: int) -> str:
         return format_id(rid, self.config["ids.digits"])
 
+    @property
+    def next_rid(self) -> int:
+        """The id the next result gets."""
+        return self._next_rid
+
     # Building results
 
     def _take_id(self) -> int:

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import sqlite3
 import time
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,13 +49,14 @@ from ..importers.runner import FileImporter
 from ..result import Result
 from ..rules.compaction import files_read_table
 from ..session import Session
-from ..store.records import EVENT_COLUMNS, Event
+from ..store.records import EVENT_COLUMNS, Body, Event
 from ..store.writer import Writer
 from ..tools import ToolError
 from . import live
 from .hook_trace import Trace
 
 OWN_TOOLS = "mcp__ctxview__"
+PER_CALL = ("PostToolUse", "PostToolUseFailure")  # answered before the transcript is read
 _EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write"}
 # Claude Code's searches as the engine's `dedupe.by_result` tools (LS: versions before 2.1).
 _SEARCHES = {"Grep": "grep", "Glob": "glob", "LS": "list"}
@@ -112,15 +116,23 @@ class HookEngine:
         self.writer: Writer | None = None
         self._read: sqlite3.Connection | None = None
         self.served: dict[str, Served] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, asyncio.Lock] = {}  # a sub-agent's file, imported by its parent
+        self._lanes: dict[str, _Lane] = {}
+        self._held: dict[tuple[str, str], _Held] = {}  # (session, call id) -> its events
+        self._steps: set[asyncio.Task[None]] = set()
+        self.on_trace: Callable[[Trace], None] | None = None  # each step's trace, when done
 
     async def open(self) -> None:
         self.writer = await Writer.open(self.store)
         # The writer waits 10 s for a lock; a hook must give up inside its budget instead.
         await self.writer._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         self._read = sqlite3.connect(self.store, timeout=BUSY_MS / 1000, isolation_level=None)
+        # Its few writes (an id reserved before an answer) commit as the writer's do: WAL,
+        # no sync at each commit.
+        self._read.execute("PRAGMA synchronous = NORMAL")
 
     async def close(self) -> None:
+        await self.settled()
         if self.writer is not None:
             await self.writer.close()
         if self._read is not None:
@@ -130,30 +142,201 @@ class HookEngine:
 
     async def handle(self, event: str, payload: dict[str, Any], trace: Trace | None = None
                      ) -> dict[str, Any] | None:  # fmt: skip
-        """The hook's JSON output for one event, or None for none (Claude Code keeps its own)."""
-        trace = trace or Trace()
-        if event in ("PostToolUse", "PostToolUseFailure"):
+        """The hook's JSON output for one event, or None for none (Claude Code keeps its own),
+        once the whole step is done (what `respond` leaves running included)."""
+        answer, done = self._begin(event, payload, trace or Trace())
+        await asyncio.shield(done)
+        return answer.result()
+
+    async def respond(self, event: str, payload: dict[str, Any], trace: Trace | None = None
+                      ) -> dict[str, Any] | None:  # fmt: skip
+        """The hook's JSON output as soon as it is known. For a tool call that is before the
+        transcript is read: taking in what the model said before the call and storing the
+        call's events after it go on in the session's lane (`_Lane`), which holds the session's
+        lock until they are done, so another process's step of this session waits for them."""
+        answer, _ = self._begin(event, payload, trace or Trace())
+        return await asyncio.shield(answer)
+
+    async def settled(self) -> None:
+        """Every step begun has ended, its work after the answer included (tests, closing)."""
+        while pending := [*self._steps, *(lane.worker for lane in self._lanes.values()
+                                         if lane.worker is not None)]:  # fmt: skip
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def _begin(self, event: str, payload: dict[str, Any], trace: Trace
+               ) -> tuple[asyncio.Future[dict[str, Any] | None], asyncio.Future[None]]:  # fmt: skip
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
+        if event in PER_CALL:
             name = payload.get("tool_name")
             if not isinstance(name, str) or name.startswith(OWN_TOOLS):
-                return None
-        sid = session_id_of(payload)
-        # One step at a time per session: in this process (asyncio), then across processes.
-        async with self._locks.setdefault(sid, asyncio.Lock()), live.session_lock(self.store, sid):
-            trace.lap("lock")
-            served = await self._serve(sid, payload)
-            trace.lap("catch_up")
-            try:
-                await self._transcript(served, payload, growing=event != "SessionEnd",
-                                       trace=trace)  # fmt: skip
-                out = await self._event(served, event, payload)
-                trace.lap("rules")
-            except BaseException:
-                # A step that did not commit may have taken an id or filled the dedupe
-                # table in memory: the next step starts again from the store.
-                self.served.pop(sid, None)
+                answer.set_result(None)
+                done.set_result(None)
+                self._traced(trace)
+                return answer, done
+        try:
+            sid = session_id_of(payload)
+        except HookError as exc:
+            answer.set_exception(exc)
+            done.set_result(None)
+            return answer, done
+        step = asyncio.create_task(self._step(sid, event, payload, trace, answer, done))
+        self._steps.add(step)
+        step.add_done_callback(self._steps.discard)
+        return answer, done
+
+    async def _step(self, sid: str, event: str, payload: dict[str, Any], trace: Trace,
+                    answer: asyncio.Future[dict[str, Any] | None], done: asyncio.Future[None]
+                    ) -> None:  # fmt: skip
+        """What comes before a tool call's answer, in the session's lane: its lock (and the
+        session's flock, unless the lane holds it already), the session up to date, the rules;
+        then the rest is queued on the lane. Any other event is queued whole."""
+        lane = self._lanes.setdefault(sid, _Lane())
+        queued = False
+        try:
+            async with lane.compute:
+                busy = lane.worker is not None
+                if not busy:  # the lane takes the session's lock until its work is done
+                    await lane.take(self.store, sid)
+                    lane.worker = asyncio.create_task(self._run(lane, sid))
+                trace.lap("lock")
+                if event not in PER_CALL:
+                    lane.work.append(functools.partial(self._whole, sid, event, payload, trace,
+                                                       answer, done, not busy))  # fmt: skip
+                    lane.barrier = done
+                    queued = True
+                    return
+                if lane.barrier is not None and not lane.barrier.done():
+                    # A SessionStart, PreCompact, Stop or SessionEnd before this call is done
+                    # first (Claude Code waits for those anyway): its compaction counts here.
+                    await asyncio.shield(lane.barrier)
+                try:
+                    served = await self._serve(sid, payload, others=not busy)
+                    trace.lap("catch_up")
+                    held, out = await self._rules(served, event, payload, trace)
+                except BaseException:
+                    self.served.pop(sid, None)
+                    raise
+                _settle(answer, out)
+                trace.skip()
+                lane.work.append(functools.partial(self._after, sid, served, payload, trace,
+                                                   held, done))  # fmt: skip
+                queued = True
+        except BaseException as exc:
+            _fail(answer, exc)
+            if not done.done():
+                done.set_result(None)
+            self._traced(trace)
+            if isinstance(exc, asyncio.CancelledError):
                 raise
-            served.last_seq = self._last_seq(sid)
-            return out
+        finally:
+            if not queued and not done.done():
+                done.set_result(None)
+
+    async def _run(self, lane: _Lane, sid: str) -> None:
+        """The lane's worker: its work in order, then the session's lock given back (under the
+        lane's compute lock, so a step never finds the lane busy and its worker gone)."""
+        while True:
+            while lane.work:
+                piece = lane.work.popleft()
+                try:
+                    await piece()  # each piece records its own failures
+                except Exception as exc:  # a bug: recorded, and the lane goes on
+                    from . import failures
+
+                    failures.record(self.store, "engine", f"{type(exc).__name__}: {exc}",
+                                    {"session_id": sid})  # fmt: skip
+            async with lane.compute:
+                if lane.work:
+                    continue
+                try:
+                    served = self.served.get(sid)
+                    if served is not None:  # what the lane wrote is not another writer's
+                        served.last_seq = self._last_seq(sid)
+                except sqlite3.Error:
+                    self.served.pop(sid, None)
+                finally:
+                    lane.worker = None
+                    await lane.give_back()
+                return
+
+    async def _rules(self, served: Served, event: str, payload: dict[str, Any], trace: Trace
+                     ) -> tuple[_Held, dict[str, Any] | None]:  # fmt: skip
+        """A tool call's answer, from the session in memory, its events held; the ids it gives
+        made durable before it goes."""
+        assert self.writer is not None
+        session = served.session
+        held = _Held(self.writer)
+        session.writer = held  # type: ignore[assignment]
+        try:
+            out = await self._event(served, event, payload)
+        finally:
+            session.writer = self.writer
+        trace.lap("rules")
+        if held.steps:
+            # An id the model is given is never given again: the store's counter is past it
+            # before the answer goes.
+            self._reserve(session.id, session.next_rid)
+            trace.lap("reserve")
+            call = payload.get("tool_use_id")
+            if isinstance(call, str) and call and _transcript_of(served, payload) is not None:
+                held.key = (session.id, call)  # the import puts them after the call's record
+                self._held[held.key] = held
+        return held, out
+
+    async def _after(self, sid: str, served: Served, payload: dict[str, Any], trace: Trace,
+                     held: _Held, done: asyncio.Future[None]) -> None:  # fmt: skip
+        """After a tool call's answer: the transcript up to the call's own record (the message
+        that made it), the call's events, then the rest of the transcript."""
+        trace.skip()  # the wait in the lane is not this step's
+        try:
+            await self._transcript(served, payload, growing=True, trace=trace, held=held)
+        except Exception as exc:  # the model has the answer: recorded, not raised
+            if held.key is not None:
+                self._held.pop(held.key, None)
+            self.served.pop(sid, None)
+            self._after_failure(str(payload.get("hook_event_name") or "PostToolUse"), payload,
+                                trace, exc)  # fmt: skip
+        finally:
+            self._traced(trace)
+            done.set_result(None)
+
+    async def _whole(self, sid: str, event: str, payload: dict[str, Any], trace: Trace,
+                     answer: asyncio.Future[dict[str, Any] | None], done: asyncio.Future[None],
+                     others: bool) -> None:  # fmt: skip
+        """Another event (SessionStart, PreCompact, Stop, SessionEnd): answered once done, after
+        every tool call before it has its events stored."""
+        trace.skip()
+        try:
+            served = await self._serve(sid, payload, others=others)
+            trace.lap("catch_up")
+            await self._transcript(served, payload, growing=event != "SessionEnd", trace=trace)
+            out = await self._event(served, event, payload)
+            trace.lap("rules")
+            _settle(answer, out)
+        except Exception as exc:
+            # A step that did not commit may have taken an id or filled the dedupe table in
+            # memory: the next step starts again from the store.
+            self.served.pop(sid, None)
+            _fail(answer, exc)
+        finally:
+            self._traced(trace)
+            done.set_result(None)
+
+    def _after_failure(self, event: str, payload: dict[str, Any], trace: Trace,
+                       exc: BaseException) -> None:  # fmt: skip
+        from . import failures
+
+        trace.error = f"after the answer: {type(exc).__name__}: {exc}"
+        failures.record(self.store, event, trace.error, {
+            k: payload[k] for k in ("session_id", "tool_name", "tool_use_id")
+            if isinstance(payload.get(k), str)})  # fmt: skip
+
+    def _traced(self, trace: Trace) -> None:
+        trace.done()
+        if self.on_trace is not None:
+            self.on_trace(trace)
 
     async def _event(self, served: Served, event: str, payload: dict[str, Any]
                      ) -> dict[str, Any] | None:  # fmt: skip
@@ -183,8 +366,10 @@ class HookEngine:
 
     # Sessions
 
-    async def _serve(self, sid: str, payload: dict[str, Any]) -> Served:
-        """The session, created on first sight, up to date with the store."""
+    async def _serve(self, sid: str, payload: dict[str, Any], *, others: bool = True) -> Served:
+        """The session, created on first sight, up to date with the store. `others` False: the
+        lane held the session's lock since the last step, so nobody else wrote it but an
+        import (which takes no lock): only the id counter is brought up to date."""
         assert self.writer is not None
         served = self.served.get(sid)
         if served is None:
@@ -199,6 +384,9 @@ class HookEngine:
                 await self._take_over(sid, info, payload)
             served = Served(session, self._last_seq(sid))
             self.served[sid] = served
+            return served
+        if not others:
+            served.session.advance_ids(self._next_rid(sid))
             return served
         last = self._last_seq(sid)
         if last != served.last_seq:  # another writer (recall over MCP, an import) wrote
@@ -276,20 +464,72 @@ class HookEngine:
                          self._next_rid(session.id))  # fmt: skip
         served.last_seq = last
 
-    async def _transcript(self, served: Served, payload: dict[str, Any], *,
-                          growing: bool, trace: Trace) -> None:  # fmt: skip
+    async def _transcript(self, served: Served, payload: dict[str, Any], *, growing: bool,
+                          trace: Trace, held: _Held | None = None) -> None:  # fmt: skip
         """Import what the transcript gained since the last hook (what the model said before
-        this tool ran, its usage, sub-agents), before this step's own events. The importer
-        skips the results this hook stored. A failure here is recorded and the hook goes on."""
-        path = payload.get("transcript_path")
-        if served.session.id != f"cc-{payload.get('session_id')}" or not isinstance(path, str):
-            return  # a sub-agent's hook: its file is imported with its parent's
-        main = Path(path).expanduser().resolve()
-        if not main.exists():
+        this tool ran, its usage, sub-agents). The importer skips the results this hook stored.
+        A tool call's `held` events go in right after the transcript's record of the call (the
+        importer puts them there: `has`, `put`), so the message that made the call comes
+        before them in the store, as the model went. A failure of the import is recorded and
+        the step goes on."""
+        main = _transcript_of(served, payload)
+        if main is None:  # a sub-agent's hook (its file is imported with its parent's)
+            await self._commit(held, trace)
+            return
+        if held is not None and held.key is not None:
+            if await _written(main, held.key[1]) is None:
+                # Its record did not come in time: the events go in now, and the message
+                # that made the call after them.
+                await self._commit(held, trace)
+            trace.lap("written")
+        await self._take_transcript(served, main, payload, growing)
+        trace.lap("transcript")
+        await self._commit(held, trace)  # when the import did not put them (it failed)
+
+    # The calls answered whose events wait for their record (the importer's `HeldCalls`)
+
+    def has(self, session_id: str, call_id: str) -> bool:
+        return (session_id, call_id) in self._held
+
+    async def put(self, session_id: str, call_id: str) -> None:
+        """The importer reached the record of this call: its events go in here, in the
+        import's transaction (confirmed, or put again, once the import step has committed)."""
+        held = self._held[(session_id, call_id)]
+        assert self.writer is not None
+        for sid, events, bodies, fts in held.steps:
+            await self.writer.append(sid, events, bodies, fts_max_chars=fts)
+        held.placed = True
+
+    def _confirm(self) -> None:
+        """After an import step: the calls it put are in the store now (or, its transaction
+        rolled back, to be put again)."""
+        assert self._read is not None
+        for key, held in list(self._held.items()):
+            if not held.placed:
+                continue
+            held.placed = False
+            if all(self._read.execute("SELECT 1 FROM events WHERE session = ? AND rid = ?",
+                                      (key[0], rid)).fetchone() for rid in held.rids()):  # fmt: skip
+                held.steps.clear()
+                del self._held[key]
+
+    async def _commit(self, held: _Held | None, trace: Trace) -> None:
+        """A call's events stored now, unless an import put them already."""
+        if held is None:
+            return
+        if held.key is not None:
+            self._held.pop(held.key, None)
+        if not held.steps:
             return
         assert self.writer is not None
-        await _written(main, payload.get("tool_use_id"))
-        trace.lap("written")
+        steps, held.steps = held.steps, []
+        for sid, events, bodies, fts in steps:
+            await self.writer.append(sid, events, bodies, fts_max_chars=fts)
+        trace.lap("commit")
+
+    async def _take_transcript(self, served: Served, main: Path, payload: dict[str, Any],
+                               growing: bool) -> None:  # fmt: skip
+        assert self.writer is not None
         try:
             await self._import(served, main, served.session.id, growing)
             for f in sub_agents(main):
@@ -305,24 +545,34 @@ class HookEngine:
                         await self._start(sid, {**payload, "agent_id": agent})
                     await self._import(served, f, sid, growing)
             served.session.advance_ids(self._next_rid(served.session.id))
-            trace.lap("transcript")
         except Exception as exc:  # the transcript is a bonus; the hook goes on
             from . import failures
 
             failures.record(self.store, "transcript", f"{type(exc).__name__}: {exc}",
                             {"session_id": payload.get("session_id")})  # fmt: skip
             served.importers.clear()
+        finally:
+            self._confirm()
 
     async def _import(self, served: Served, path: Path, sid: str, growing: bool) -> None:
         assert self.writer is not None
         importer = served.importers.get(path)
         if importer is None:
-            importer = served.importers[path] = FileImporter(self.writer, path)
+            importer = served.importers[path] = FileImporter(self.writer, path, held=self)
         elif importer.hub is not None:
             # Its engine and the hook's share the session's id counter, through the store.
             importer.hub.main.session.advance_ids(self._next_rid(sid))
         async with self.writer.batch():
             await importer.step(live=growing)
+
+    def _reserve(self, sid: str, next_rid: int) -> None:
+        """The session's ids below `next_rid` are taken, though the events holding them are
+        stored later: no writer gives them again, whatever happens to those events (a crash, a
+        store gone unwritable). Through the engine's own second connection, committed at once:
+        the writer's may be in an import's transaction (the last call's, after its answer)."""
+        assert self._read is not None
+        self._read.execute("UPDATE sessions SET next_rid = max(next_rid, ?) WHERE id = ?",
+                           (next_rid, sid))  # fmt: skip
 
     def _next_rid(self, sid: str) -> int:
         assert self._read is not None
@@ -567,32 +817,132 @@ def _names(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
+@dataclass
+class _Lane:
+    """One session's steps in this process. They are computed one at a time (`compute`); what
+    comes after a tool call's answer (the transcript, the call's events) is queued and done in
+    order by the lane's worker, which holds the session's flock from the first step until the
+    queue is empty. So the next call of the session is answered while the last one still waits
+    for Claude Code's record of it, and no other process writes the session in between."""
+
+    compute: asyncio.Lock = field(default_factory=asyncio.Lock)
+    work: deque[Callable[[], Awaitable[None]]] = field(default_factory=deque)
+    worker: asyncio.Task[None] | None = None
+    barrier: asyncio.Future[None] | None = None  # the last queued event that is not a call's
+    _lock: contextlib.AbstractAsyncContextManager[None] | None = None
+
+    async def take(self, store: Path, sid: str) -> None:
+        lock = live.session_lock(store, sid)
+        await lock.__aenter__()
+        self._lock = lock
+
+    async def give_back(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            await lock.__aexit__(None, None, None)
+
+
+def _fail(answer: asyncio.Future[Any], exc: BaseException) -> None:
+    if not answer.done():
+        answer.set_exception(exc)
+        answer.exception()  # retrieved: a caller that gave up waiting is not warned
+
+
+class _Held:
+    """The writer a tool call's session writes through before the answer: its events are kept
+    here (in order) and stored after the transcript's record of the call; anything else goes
+    to the writer itself."""
+
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        self.steps: list[tuple[str, list[Event], list[Body], int | None]] = []
+        self.key: tuple[str, str] | None = None  # (session, call id) when an import puts them
+        self.placed = False  # put by an import whose step has not been confirmed yet
+
+    batching = False  # the session keeps its context state in step, as for a live write
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
+
+    async def append(self, session_id: str, events: Any, bodies: Any = (), *,
+                     fts_max_chars: int | None = None) -> None:  # fmt: skip
+        self.steps.append((session_id, list(events), list(bodies), fts_max_chars))
+
+    def rids(self) -> list[int]:
+        return [e.rid for _, events, _, _ in self.steps for e in events
+                if e.kind == "result" and e.rid is not None]  # fmt: skip
+
+
+def _transcript_of(served: Served, payload: dict[str, Any]) -> Path | None:
+    """The transcript a hook imports: its session's own (a sub-agent's is its parent's to
+    import), when there is one."""
+    path = payload.get("transcript_path")
+    if served.session.id != f"cc-{payload.get('session_id')}" or not isinstance(path, str):
+        return None
+    main = Path(path).expanduser().resolve()
+    return main if main.exists() else None
+
+
+def _settle(answer: asyncio.Future[dict[str, Any] | None], out: dict[str, Any] | None) -> None:
+    if not answer.done():  # a caller that gave up waiting cancelled it
+        answer.set_result(out)
+
+
 # Claude Code appends the assistant record that made a call without waiting for the write, so
-# a hook can start before the record is in the file; its call would then be stored before the
-# message that made it.
-_WRITTEN_WAIT = 0.3
+# a hook can start before the record is in the file. The wait runs after the answer (the call
+# does not wait for it), the session's lock held.
+_WRITTEN_WAIT = 0.5
 _WRITTEN_TAIL = 1 << 18
 
 
-async def _written(path: Path, call_id: Any) -> None:
-    """Wait (briefly, bounded) until the transcript holds the record of the call this hook is
-    for, so the message that made the call is imported before the call's own events."""
+async def _written(path: Path, call_id: Any) -> int | None:
+    """Where the transcript's record of the call this hook is for ends (the byte after its
+    line), waiting (briefly, bounded) for it to be written; None when it does not come (or the
+    hook names no call), and then the transcript is read as it is."""
     if not isinstance(call_id, str) or not call_id:
-        return
-    needle = call_id.encode()
+        return None
     deadline = time.monotonic() + _WRITTEN_WAIT
     while True:
         try:
-            with open(path, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                f.seek(max(0, size - _WRITTEN_TAIL))
-                if needle in f.read():
-                    return
+            end = _record_end(path, call_id)
         except OSError:
-            return
-        if time.monotonic() >= deadline:
-            return
+            return None
+        if end is not None or time.monotonic() >= deadline:
+            return end
         await asyncio.sleep(0.005)
+
+
+def _record_end(path: Path, call_id: str) -> int | None:
+    """The end of the complete line, in the transcript's tail, of the assistant record holding
+    the tool_use `call_id` (other records name the call too: its result, hook attachments)."""
+    needle = call_id.encode()
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        start = max(0, size - _WRITTEN_TAIL)
+        f.seek(start)
+        tail = f.read()
+    at = tail.find(needle)
+    while at != -1:
+        line_start = tail.rfind(b"\n", 0, at) + 1
+        line_end = tail.find(b"\n", at)
+        if line_end == -1:
+            return None  # its line is not written whole yet
+        if _makes_call(tail[line_start:line_end], call_id):
+            return start + line_end + 1
+        at = tail.find(needle, line_end)
+    return None
+
+
+def _makes_call(line: bytes, call_id: str) -> bool:
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return False
+    content = rec.get("message", {}).get("content") if isinstance(rec, dict) and isinstance(
+        rec.get("message"), dict) else None  # fmt: skip
+    return rec.get("type") == "assistant" and isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == call_id
+        for b in content)  # fmt: skip
 
 
 def _shows_at_most(tool: str) -> int:

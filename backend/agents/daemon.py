@@ -30,12 +30,17 @@ STEP_BUDGET = BUDGET - 0.5  # the engine gives up on a step before the client do
 class Daemon:
     def __init__(self, store: Path) -> None:
         self.store = store
-        self.engine = HookEngine(store)
+        self.traces = Traces(store)
+        self.engine = self._engine()
         self.last = time.monotonic()
         self.stopping = False
         self.code = _code_stamp()
         self.server: asyncio.AbstractServer | None = None
-        self.traces = Traces(store)
+
+    def _engine(self) -> HookEngine:
+        engine = HookEngine(self.store)
+        engine.on_trace = self.traces.add
+        return engine
 
     async def _same_store(self) -> None:
         """A store removed or replaced since the engine opened it (a person starting afresh)
@@ -46,7 +51,7 @@ class Daemon:
             now = None
         if now != self.inode:
             await self.engine.close()
-            self.engine = HookEngine(self.store)
+            self.engine = self._engine()
             await self.engine.open()
             self.inode = os.stat(self.store).st_ino
 
@@ -92,7 +97,7 @@ class Daemon:
                 trace.event, trace.tool = event, str(payload.get("tool_name") or "")
                 await self._same_store()
                 trace.lap("parse")
-                output = await asyncio.wait_for(self.engine.handle(event, payload, trace),
+                output = await asyncio.wait_for(self.engine.respond(event, payload, trace),
                                                 STEP_BUDGET)  # fmt: skip
                 if output is not None:
                     answer = json.dumps(output, ensure_ascii=False).encode()
@@ -103,17 +108,15 @@ class Daemon:
             trace.error = what
             event, detail = failures.about(raw, event)
             failures.record(self.store, event, what, detail)
+        sending = time.perf_counter()
         try:
             writer.write(answer)
             await writer.drain()
             writer.close()
         except OSError:
             pass
-        trace.lap("answer")
+        trace.add("answer", (time.perf_counter() - sending) * 1000)
         trace.sent()
-        trace.done()
-        if event != "_shutdown":
-            self.traces.add(trace)
         self.last = time.monotonic()
         if _code_stamp() != self.code:  # ctxview was upgraded: the next hook starts a new one
             self.stopping = True

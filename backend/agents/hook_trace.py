@@ -60,6 +60,10 @@ class Trace:
         self.phases[phase] = self.phases.get(phase, 0.0) + (now - self._mark) * 1000
         self._mark = now
 
+    def add(self, phase: str, ms: float) -> None:
+        """Time measured apart (the transport's, while the step may still be lapping)."""
+        self.phases[phase] = self.phases.get(phase, 0.0) + ms
+
     def skip(self) -> None:
         """The time since the last lap belongs to no phase (waiting for a step's other half)."""
         self._mark = time.perf_counter()
@@ -89,13 +93,14 @@ class Traces:
 
     def __init__(self, store: Path | str) -> None:
         self.path = log_path(store)
-        self.recent: deque[dict[str, Any]] = deque(maxlen=KEEP)
-        self._unsaved: list[dict[str, Any]] = []
+        self.recent: deque[Trace] = deque(maxlen=KEEP)
+        self._unsaved: list[Trace] = []
 
     def add(self, trace: Trace) -> None:
-        entry = trace.as_json()
-        self.recent.append(entry)
-        self._unsaved.append(entry)
+        """A step's trace, as it ends (its transport may still add the answer's time: it is
+        read when saved)."""
+        self.recent.append(trace)
+        self._unsaved.append(trace)
 
     def save(self) -> None:
         """Append what is new (from the engine's idle loop, never on a hook's path); a file
@@ -106,9 +111,9 @@ class Traces:
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             with os.fdopen(fd, "a", encoding="utf-8") as f:
-                f.write("".join(json.dumps(e) + "\n" for e in lines))
+                f.write("".join(json.dumps(t.as_json()) + "\n" for t in lines))
             if os.path.getsize(self.path) > _MAX_BYTES:
-                kept = [json.dumps(e) + "\n" for e in self.recent]
+                kept = [json.dumps(t.as_json()) + "\n" for t in self.recent]
                 tmp = f"{self.path}.tmp"
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 with os.fdopen(fd, "w", encoding="utf-8") as f:

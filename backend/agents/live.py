@@ -26,6 +26,11 @@ LIMIT 1
 """
 
 
+# The sessions whose lock this process holds now, as (store, session id): an import run inside
+# a hook's step (which holds it) must not wait for it.
+_HELD: set[tuple[str, str]] = set()
+
+
 class LockTimeout(Exception):
     """Another writer held the session's lock for longer than we may wait."""
 
@@ -73,12 +78,20 @@ async def session_lock(
             if time.monotonic() > deadline:
                 raise LockTimeout(f"session {session_id} is locked by another writer")
             await asyncio.sleep(0.005)
+        key = (os.fspath(store), session_id)
+        _HELD.add(key)
         try:
             yield
         finally:
+            _HELD.discard(key)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def held_here(store: Path | str, session_id: str) -> bool:
+    """Whether this process holds the session's lock now."""
+    return (os.fspath(store), session_id) in _HELD
 
 
 def _open_lock(store: Path | str, session_id: str) -> int:

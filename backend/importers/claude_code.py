@@ -13,11 +13,12 @@ sessions of their own by the runner, and a parent's `Task`/`Agent` result names 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..agents.live import next_rid, stored_calls
+from ..agents.live import LockTimeout, held_here, next_rid, session_lock, stored_calls
 from . import api_requests
 from .common import (
     BadRecord,
@@ -201,6 +202,11 @@ class ClaudeParser:
         self._msg["thinking"].extend(thinking)
         for call_id, name, args in calls:
             self._pending[call_id] = {"name": name, "input": args, "ts": ts, "sid": replay.id}
+        held = self.hub.held
+        for call_id, _, _ in calls if held is not None else ():
+            if held.has(replay.id, call_id):  # the hook answered it: its events go in here
+                await self.flush()  # after the message that made the call
+                await held.put(replay.id, call_id)
 
     async def flush(self) -> bool:
         """Emit the buffered assistant message (the run of split records is over for now);
@@ -338,8 +344,18 @@ class ClaudeParser:
         (backend/agents/claude_hooks.py): the import adds what is around it, never a second."""
         if not target.data.get("hooked"):
             return False
+        if self.hub.held is not None and self.hub.held.has(target.id, call_id):
+            return True  # answered by the hook in this process; its events go in with it
         known = self._hooked.get(target.id)
         if known is None or call_id not in known:  # the hook may have stored it since
+            known = self._hooked[target.id] = await stored_calls(self.hub.writer, target.id)
+        store = self.hub.writer.path
+        if call_id not in known and not held_here(store, target.id):
+            # The hook answers before it stores the call (it holds the session's lock from
+            # the call's arrival to its events' commit): once the lock is free, ask again.
+            with contextlib.suppress(LockTimeout):
+                async with session_lock(store, target.id, timeout=2.0):
+                    pass
             known = self._hooked[target.id] = await stored_calls(self.hub.writer, target.id)
         if call_id in known:
             return True

@@ -107,6 +107,16 @@ class SourceIds:
                 "unnamed": self.unnamed}  # fmt: skip
 
 
+class HeldCalls(Protocol):
+    """Tool calls a host's hook answered whose events wait to be stored right after the
+    transcript's record of the call (Claude Code's hooks answer first: claude_hooks.py), so the
+    message that made a call comes before its events, as the model went."""
+
+    def has(self, session_id: str, call_id: str) -> bool: ...
+
+    async def put(self, session_id: str, call_id: str) -> None: ...
+
+
 class Hub:
     """The ctxview sessions one file fills: its own, and inline sidechains' (child sessions)."""
 
@@ -115,6 +125,7 @@ class Hub:
         self.path = path
         self.format = fmt
         self.main = main
+        self.held: HeldCalls | None = None  # set by the host's hook engine that imports
         self.replays: dict[str, Replay] = {main.id: main}
         self._released: dict[str, dict[str, Any]] = {}
         self.last_ts = time.time()
@@ -259,9 +270,10 @@ class FileImporter:
 
     commit_lines: int | None = None  # tests: commit after this many lines as well
 
-    def __init__(self, writer: Writer, path: Path | str) -> None:
+    def __init__(self, writer: Writer, path: Path | str, held: HeldCalls | None = None) -> None:
         self.writer = writer
         self.path = Path(path).expanduser().resolve()
+        self.held = held  # the hook engine's calls whose events go in after their records
         self._forget()
 
     def _forget(self) -> None:
@@ -450,6 +462,7 @@ class FileImporter:
             if not ids.final:
                 self._ids = ids.provisional()
         self.hub = Hub(self.writer, self.path, fmt, main)
+        self.hub.held = self.held
         if "last_ts" in state:
             self.hub.last_ts = float(state["last_ts"])
         elif info is not None:
