@@ -53,6 +53,7 @@ from ..store.records import EVENT_COLUMNS, Body, Event
 from ..store.writer import Writer
 from ..tools import ToolError
 from . import live
+from .hook_journal import Journal
 from .hook_trace import Trace
 
 OWN_TOOLS = "mcp__ctxview__"
@@ -74,6 +75,10 @@ _SHOWS_AT_MOST = {"Grep": 20_000}
 _SHOWS_AT_MOST_ELSE = 50_000
 # A hook's writes give up well inside Claude Code's 2 s budget rather than wait on a lock.
 BUSY_MS = 900
+# Ids a session's lane could reserve while it imports after an answer, so that a call answered
+# meanwhile never waits for the import's lock; none: that wait is a few milliseconds, and ids
+# reserved ahead are a gap in the session's ids when the engine is killed.
+AHEAD = 0
 
 
 class HookError(Exception):
@@ -94,6 +99,7 @@ class Served:
     # sub-agents land in order around the results the hook stores.
     importers: dict[Path, FileImporter] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    reserved: int = 0  # the store's counter as this engine set it: ids below are its own
 
 
 def session_id_of(payload: dict[str, Any]) -> str:
@@ -115,21 +121,57 @@ class HookEngine:
         self.store = Path(store)
         self.writer: Writer | None = None
         self._read: sqlite3.Connection | None = None
+        self._ids: sqlite3.Connection | None = None
         self.served: dict[str, Served] = {}
         self._locks: dict[str, asyncio.Lock] = {}  # a sub-agent's file, imported by its parent
         self._lanes: dict[str, _Lane] = {}
         self._held: dict[tuple[str, str], _Held] = {}  # (session, call id) -> its events
+        # The Claude Code sessions (not sub-agents) seen and not ended: the engine stays up.
+        self.open_sessions: set[str] = set()
+        self._port: int | None = None  # where Claude Code's http hooks reach this engine
+        self._journal = Journal(store)  # the held calls, should this engine be killed
+        self._recovered: set[str] = set()  # sessions with calls a killed engine held
         self._steps: set[asyncio.Task[None]] = set()
         self.on_trace: Callable[[Trace], None] | None = None  # each step's trace, when done
 
     async def open(self) -> None:
+        from .endpoint import load
+
+        found = load(self.store)
+        self._port = found.port if found is not None else None
         self.writer = await Writer.open(self.store)
         # The writer waits 10 s for a lock; a hook must give up inside its budget instead.
         await self.writer._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         self._read = sqlite3.connect(self.store, timeout=BUSY_MS / 1000, isolation_level=None)
-        # Its few writes (an id reserved before an answer) commit as the writer's do: WAL,
-        # no sync at each commit.
-        self._read.execute("PRAGMA synchronous = NORMAL")
+        # Ids reserved before an answer: a connection of their own that never waits on the
+        # lock (the event loop must not stop while the writer's import holds it), committing
+        # as the writer does (WAL, no sync at each commit).
+        self._ids = sqlite3.connect(self.store, timeout=0, isolation_level=None)
+        self._ids.execute("PRAGMA synchronous = NORMAL")
+        await self._recover()
+
+    async def _recover(self) -> None:
+        """The calls an engine killed after their answer held (`hook_journal`): those with a
+        record to follow wait for the import of their transcript (`catch_up_open`), the others
+        are stored now."""
+        for key, steps in self._journal.read():
+            held = _Held(self.writer)  # type: ignore[arg-type]
+            held.steps, held.key = steps, key
+            if self._stored(held):
+                continue
+            if key is not None:
+                self._held[key] = held
+                self._recovered.add(key[0])
+            else:
+                await self._commit(held, Trace())
+        if not self._held:
+            self._journal.clear()
+
+    def _stored(self, held: _Held) -> bool:
+        assert self._read is not None
+        return bool(held.steps) and all(self._read.execute(
+            "SELECT 1 FROM events WHERE session = ? AND rid = ?", (sid, rid)).fetchone()
+            for sid, rid in held.rids())  # fmt: skip
 
     async def close(self) -> None:
         await self.settled()
@@ -137,6 +179,9 @@ class HookEngine:
             await self.writer.close()
         if self._read is not None:
             self._read.close()
+        if self._ids is not None:
+            self._ids.close()
+        self._journal.close()
 
     # The face
 
@@ -181,6 +226,11 @@ class HookEngine:
             answer.set_exception(exc)
             done.set_result(None)
             return answer, done
+        if not payload.get("agent_id") and not event.startswith("_"):
+            if event == "SessionEnd":
+                self.open_sessions.discard(sid)
+            else:
+                self.open_sessions.add(sid)
         step = asyncio.create_task(self._step(sid, event, payload, trace, answer, done))
         self._steps.add(step)
         step.add_done_callback(self._steps.discard)
@@ -254,6 +304,10 @@ class HookEngine:
                     served = self.served.get(sid)
                     if served is not None:  # what the lane wrote is not another writer's
                         served.last_seq = self._last_seq(sid)
+                        self._give_back_ids(served)
+                    if not self._held and all(other.worker is None or other is lane
+                                              for other in self._lanes.values()):  # fmt: skip
+                        self._journal.clear()
                 except sqlite3.Error:
                     self.served.pop(sid, None)
                 finally:
@@ -274,15 +328,16 @@ class HookEngine:
         finally:
             session.writer = self.writer
         trace.lap("rules")
-        if held.steps:
+        if held.steps and session.next_rid > served.reserved:
             # An id the model is given is never given again: the store's counter is past it
-            # before the answer goes.
-            self._reserve(session.id, session.next_rid)
+            # before the answer goes (already, when the lane reserved ahead: `_after`).
+            await self._reserve(served, session.next_rid)
             trace.lap("reserve")
             call = payload.get("tool_use_id")
             if isinstance(call, str) and call and _transcript_of(served, payload) is not None:
                 held.key = (session.id, call)  # the import puts them after the call's record
                 self._held[held.key] = held
+            self._journal.add(held.key, held.steps)
         return held, out
 
     async def _after(self, sid: str, served: Served, payload: dict[str, Any], trace: Trace,
@@ -291,6 +346,8 @@ class HookEngine:
         that made it), the call's events, then the rest of the transcript."""
         trace.skip()  # the wait in the lane is not this step's
         try:
+            if AHEAD:  # the import below holds the store's lock at times
+                await self._reserve(served, served.session.next_rid + AHEAD)
             await self._transcript(served, payload, growing=True, trace=trace, held=held)
         except Exception as exc:  # the model has the answer: recorded, not raised
             if held.key is not None:
@@ -386,7 +443,7 @@ class HookEngine:
             self.served[sid] = served
             return served
         if not others:
-            served.session.advance_ids(self._next_rid(sid))
+            self._others_ids(served)
             return served
         last = self._last_seq(sid)
         if last != served.last_seq:  # another writer (recall over MCP, an import) wrote
@@ -460,8 +517,8 @@ class HookEngine:
             "AND seq > ? AND kind IN ('result', 'compaction') ORDER BY seq",
             (session.id, served.last_seq),
         ).fetchall()
-        session.catch_up((Event.from_row(r[0], r[1], r[2:]) for r in rows),
-                         self._next_rid(session.id))  # fmt: skip
+        session.catch_up((Event.from_row(r[0], r[1], r[2:]) for r in rows), 0)
+        self._others_ids(served)
         served.last_seq = last
 
     async def _transcript(self, served: Served, payload: dict[str, Any], *, growing: bool,
@@ -508,8 +565,7 @@ class HookEngine:
             if not held.placed:
                 continue
             held.placed = False
-            if all(self._read.execute("SELECT 1 FROM events WHERE session = ? AND rid = ?",
-                                      (key[0], rid)).fetchone() for rid in held.rids()):  # fmt: skip
+            if self._stored(held):
                 held.steps.clear()
                 del self._held[key]
 
@@ -544,7 +600,7 @@ class HookEngine:
                     if await self.writer.session_info(sid) is None:
                         await self._start(sid, {**payload, "agent_id": agent})
                     await self._import(served, f, sid, growing)
-            served.session.advance_ids(self._next_rid(served.session.id))
+            self._others_ids(served)
         except Exception as exc:  # the transcript is a bonus; the hook goes on
             from . import failures
 
@@ -553,6 +609,58 @@ class HookEngine:
             served.importers.clear()
         finally:
             self._confirm()
+            self._record_unreached(served)
+
+    def _record_unreached(self, served: Served) -> None:
+        """Claude Code's own records (in the transcript just read) of calls its http hooks did
+        not get an answer for: the engine was not running, or not reachable. The model got
+        Claude Code's own output for those; `ctxview doctor` lists them."""
+        from . import failures
+
+        for importer in served.importers.values():
+            hub = importer.hub
+            if hub is None or not hub.hook_errors:
+                continue
+            found, hub.hook_errors = hub.hook_errors, []
+            for e in found:
+                ours = self._port is not None and f"127.0.0.1:{self._port}" in (
+                    e["error"] + e["command"])  # fmt: skip
+                if not ours:
+                    continue  # another hook of the person's
+                tool = e["hook"].split(":", 1)[1] if ":" in e["hook"] else ""
+                call = e["tool_use_id"] if tool else ""  # else the id of a turn, not a call
+                detail = {k: v for k, v in (("session_id", e["session_id"]), ("tool_name", tool),
+                                            ("tool_use_id", call)) if v}  # fmt: skip
+                failures.record(self.store, e["event"] or "?", f"Claude Code could not reach "
+                                f"the hook engine ({e['error']}): the model got Claude Code's "
+                                "own output", detail)  # fmt: skip
+
+    async def catch_up_open(self) -> None:
+        """At the engine's start: the hooked Claude Code sessions still open whose transcript
+        grew since it was last read (the engine was down: killed, crashed) are read now, so
+        what the calls meanwhile got is stored and each such call is listed for doctor."""
+        assert self._read is not None
+        rows = self._read.execute(
+            "SELECT id, workspace, source_path, data FROM sessions WHERE source = ? AND ended IS "
+            "NULL AND parent_session IS NULL AND source_path IS NOT NULL AND started > ?",
+            (CLAUDE, time.time() - 86400)).fetchall()  # fmt: skip
+        for sid, workspace, source_path, data in rows:
+            info = json.loads(data or "{}")
+            offset = info.get("import", {}).get("offset", 0)
+            if not info.get("hooked") or not sid.startswith("cc-") or (
+                    sid not in self._recovered and _size(source_path) <= (
+                        offset if isinstance(offset, int) else 0)):  # fmt: skip
+                continue
+            payload = {"session_id": sid[3:], "transcript_path": source_path, "cwd": workspace}
+            with contextlib.suppress(Exception):  # each is recorded by the step itself
+                await self.handle("_catch_up", payload)
+        # What a killed engine held and no transcript record came for: stored as it is.
+        for key in [k for k in self._held if k[0] in self._recovered]:
+            lane = self._lanes.get(key[0])
+            if lane is None or lane.worker is None:
+                with contextlib.suppress(Exception):
+                    await self._commit(self._held[key], Trace())
+        self._recovered.clear()
 
     async def _import(self, served: Served, path: Path, sid: str, growing: bool) -> None:
         assert self.writer is not None
@@ -565,14 +673,43 @@ class HookEngine:
         async with self.writer.batch():
             await importer.step(live=growing)
 
-    def _reserve(self, sid: str, next_rid: int) -> None:
-        """The session's ids below `next_rid` are taken, though the events holding them are
+    async def _reserve(self, served: Served, upto: int) -> None:
+        """The session's ids below `upto` are this engine's, though the events holding them are
         stored later: no writer gives them again, whatever happens to those events (a crash, a
-        store gone unwritable). Through the engine's own second connection, committed at once:
-        the writer's may be in an import's transaction (the last call's, after its answer)."""
-        assert self._read is not None
-        self._read.execute("UPDATE sessions SET next_rid = max(next_rid, ?) WHERE id = ?",
-                           (next_rid, sid))  # fmt: skip
+        store gone unwritable). Committed at once; while the writer's import holds the store's
+        lock, tried again as soon as it lets go."""
+        assert self._ids is not None
+        deadline = time.monotonic() + BUSY_MS / 1000
+        while True:
+            try:
+                self._ids.execute("UPDATE sessions SET next_rid = max(next_rid, ?) WHERE id = ?",
+                                  (upto, served.session.id))  # fmt: skip
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.001)
+        served.reserved = max(served.reserved, upto)
+
+    def _give_back_ids(self, served: Served) -> None:
+        """The lane is idle: the ids it reserved ahead and did not give go back (unless another
+        writer moved the counter since), so the next writer's id follows the last one given."""
+        assert self._ids is not None
+        mine = served.session.next_rid
+        if served.reserved > mine:
+            with contextlib.suppress(sqlite3.Error):  # busy: the gap stays, harmlessly
+                self._ids.execute("UPDATE sessions SET next_rid = ? WHERE id = ? AND next_rid = ?",
+                                  (mine, served.session.id, served.reserved))  # fmt: skip
+        served.reserved = mine
+
+    def _others_ids(self, served: Served) -> None:
+        """Ids another writer took (the store's counter past what this engine reserved): the
+        next id this one gives is past them."""
+        taken = self._next_rid(served.session.id)
+        if taken > served.reserved:
+            served.session.advance_ids(taken)
 
     def _next_rid(self, sid: str) -> int:
         assert self._read is not None
@@ -868,8 +1005,8 @@ class _Held:
                      fts_max_chars: int | None = None) -> None:  # fmt: skip
         self.steps.append((session_id, list(events), list(bodies), fts_max_chars))
 
-    def rids(self) -> list[int]:
-        return [e.rid for _, events, _, _ in self.steps for e in events
+    def rids(self) -> list[tuple[str, int]]:
+        return [(sid, e.rid) for sid, events, _, _ in self.steps for e in events
                 if e.kind == "result" and e.rid is not None]  # fmt: skip
 
 

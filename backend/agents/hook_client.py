@@ -86,6 +86,9 @@ def main(argv: list[str]) -> int:
         store = _store_arg(argv) or _default_store()
         raw = sys.stdin.buffer.read()
         if os.environ.get("CTXVIEW_HOOK_FAIL"):
+            # The engine is started all the same: Claude Code's http hooks then reach it, and
+            # fail there as forced (the header they carry says so).
+            ask(store, "_ping", b"", deadline=start + BUDGET - _MARGIN)
             raise RuntimeError("failure forced by CTXVIEW_HOOK_FAIL")
         answer = ask(store, event, raw, deadline=start + BUDGET - _MARGIN)
         _signal.setitimer(_signal.ITIMER_REAL, 0)
@@ -185,8 +188,10 @@ def stop(store: str | os.PathLike[str], timeout: float = 10.0) -> bool:
         answer = _exchange(_socket_file(os.fspath(store)), b"_shutdown\n", time.monotonic() + 2)
     except OSError:
         return False
-    if answer.isdigit():  # the engine's pid (an engine older than that answers nothing)
-        pid, end = int(answer), time.monotonic() + timeout
+    # The engine's pid and its supervisor's (an older engine answers its own, or nothing).
+    pids = [int(p) for p in answer.split() if p.isdigit()]
+    end = time.monotonic() + timeout
+    for pid in pids:
         while _running(pid):
             if time.monotonic() > end:
                 raise TimeoutError(f"the engine (pid {pid}) did not exit in {timeout:g} s")

@@ -89,6 +89,48 @@ async def session_lock(
         os.close(fd)
 
 
+class HookPending(Exception):
+    """An import met a result of a hooked session that is not stored, while another process
+    may hold the session's lock to store it (Claude Code's hook answers first and stores the
+    call after). The import rolls its chunk back, waits for the lock (holding none of the
+    store's) and reads the chunk again."""
+
+    def __init__(self, store: Path | str, session_id: str, call_id: str) -> None:
+        super().__init__(f"the hook may be storing {call_id} in {session_id}")
+        self.store, self.session_id, self.call_id = store, session_id, call_id
+
+    async def wait(self, timeout: float = 5.0) -> None:
+        """Until the call is stored, or nobody holds the session's lock (a hook would have
+        stored it by then), or `timeout` (Claude Code's own bound on a hook) passed: then its
+        hook failed, and the call is imported as Claude Code sent it."""
+        fd = _open_lock(self.store, self.session_id)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if _try_lock(fd):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    return
+                if _stored(self.store, self.session_id, self.call_id):
+                    return
+                await asyncio.sleep(0.02)
+        finally:
+            os.close(fd)
+
+
+def _stored(store: Path | str, session_id: str, call_id: str) -> bool:
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(store)}?mode=ro", uri=True, timeout=1)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM events WHERE session = ? AND kind = 'result' AND "
+                            "call_ref = ? LIMIT 1", (session_id, call_id)).fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
 def held_here(store: Path | str, session_id: str) -> bool:
     """Whether this process holds the session's lock now."""
     return (os.fspath(store), session_id) in _HELD

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..agents import failures, hook_trace
+from ..agents import endpoint, failures, hook_trace
 from ..agents.hook_client import socket_path
-from ..agents.install_claude import HOOKS, SERVER, is_ours, paths
+from ..agents.install_claude import HOOKS, SERVER, is_ours, legacy_paths, paths
 from .common import store_path
 
 SHOW = 10  # failures listed
@@ -31,10 +31,10 @@ def run(args: argparse.Namespace) -> int:
     problems = 0
     print(f"store: {store}")
     problems += _store(store)
+    urls: list[tuple[str, dict[str, Any]]] = []
     for scope in ("project", "user"):
-        problems += _claude(scope)
-    sock = socket_path(store)
-    print(f"hook engine: {'running' if sock.exists() else 'not running (starts with the first hook)'}")
+        problems += _claude(scope, urls)
+    problems += _engine(store, urls)
     _timings(store)
     found = failures.read(store)
     if found:
@@ -90,17 +90,18 @@ async def _live(store: Path) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows]
 
 
-def _claude(scope: str) -> int:
+def _claude(scope: str, urls: list[tuple[str, dict[str, Any]]]) -> int:
     settings_path, mcp_path = paths(scope, Path.cwd(), Path.home())
     label = f"claude code ({scope}, {settings_path})"
-    settings = _json(settings_path)
-    hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
-    ours: dict[str, str] = {}
-    for event in HOOKS:
-        for group in hooks.get(event) or []:
-            for entry in (group.get("hooks") or []) if isinstance(group, dict) else []:
-                if is_ours(entry):
-                    ours[event] = entry["command"]
+    ours: dict[str, dict[str, Any]] = {}
+    for path in (*legacy_paths(scope, Path.cwd(), Path.home()), settings_path):
+        settings = _json(path)
+        hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
+        for event in HOOKS:
+            for group in hooks.get(event) or []:
+                for entry in (group.get("hooks") or []) if isinstance(group, dict) else []:
+                    if is_ours(entry):
+                        ours[event] = entry
     servers = _json(mcp_path).get("mcpServers") or {}
     if not ours and SERVER not in servers:
         print(f"{label}: not set up (`ctxview install claude-code --{scope}`)")
@@ -110,18 +111,85 @@ def _claude(scope: str) -> int:
     print(f"{label}: hooks {', '.join(ours) or 'none'}"
           + (f"; missing {', '.join(missing)}" if missing else ""))  # fmt: skip
     problems += bool(missing)
-    for command in set(ours.values()):
+    old = [e for e, entry in ours.items() if HOOKS[e][2] == "http" and entry.get("type") != "http"]
+    if old:
+        print(f"  {', '.join(old)} still start a process at each call (an older install): run "
+              f"`ctxview install claude-code --{scope}` again")  # fmt: skip
+        problems += 1
+    for entry in ours.values():
+        if entry.get("type") == "http":
+            urls.append((label, entry))
+    for command in {e["command"] for e in ours.values() if isinstance(e.get("command"), str)}:
         exe = shlex.split(command)[0]
         if not Path(exe).exists():
             print(f"  the hook's ctxview {exe} is gone; run `ctxview install claude-code "
                   f"--{scope}` again")  # fmt: skip
             problems += 1
     if SERVER in servers:
-        print(f"  MCP server {SERVER} in {mcp_path}: {shlex.join([servers[SERVER].get('command', '?'), *servers[SERVER].get('args', [])])}")
+        line = shlex.join([servers[SERVER].get("command", "?"), *servers[SERVER].get("args", [])])
+        print(f"  MCP server {SERVER} in {mcp_path}: {line}")
     else:
         print(f"  no MCP server {SERVER} in {mcp_path}: the model cannot recall")
         problems += 1
     return problems
+
+
+def _engine(store: Path, urls: list[tuple[str, dict[str, Any]]]) -> int:
+    """Is the store's engine up, and does it answer Claude Code's http hooks there?"""
+    problems = 0
+    ep = endpoint.load(store)
+    running = socket_path(store).exists()
+    if ep is None:
+        state = "running" if running else "not running (starts with the next Claude Code session)"
+        print(f"hook engine: {state}; no http endpoint for this store")
+        if urls:
+            print("  the http hooks installed were made for another store: run `ctxview "
+                  "install claude-code` again (or pass that store with --store)")  # fmt: skip
+            problems += 1
+        return problems
+    for label, entry in urls:
+        headers = entry.get("headers") if isinstance(entry.get("headers"), dict) else {}
+        if not str(entry.get("url", "")).startswith(f"http://{endpoint.LOOPBACK}:{ep.port}/") or (
+                headers.get(endpoint.HEADER) != ep.secret):  # fmt: skip
+            print(f"  {label}: its http hooks name another port or secret than this store's "
+                  f"({entry.get('url')}): run `ctxview install claude-code` again")  # fmt: skip
+            problems += 1
+            break
+    where = f"http://{endpoint.LOOPBACK}:{ep.port}"
+    status, body = _health(ep)
+    if status == 200:
+        print(f"hook engine: running (pid {body.get('engine', '?')}), answering Claude Code's "
+              f"http hooks at {where}")  # fmt: skip
+    elif status is None:
+        print(f"hook engine: not running; nothing answers at {where}, so tool calls keep Claude "
+              "Code's own output until the next Claude Code session starts it")  # fmt: skip
+        problems += 1 if urls else 0
+    else:
+        uid = endpoint.listener_uid(ep.port)
+        who = "" if uid is None else f" (a program of user id {uid})"
+        print(f"hook engine: something else answers at {where}{who} (HTTP {status}): Claude "
+              "Code's http hooks are sent to it; stop it, or install again for another port")  # fmt: skip
+        problems += 1
+    return problems
+
+
+def _health(ep: endpoint.Endpoint) -> tuple[int | None, dict[str, Any]]:
+    import http.client
+
+    conn = http.client.HTTPConnection(endpoint.LOOPBACK, ep.port, timeout=2)
+    try:
+        conn.request("GET", "/health", headers={endpoint.HEADER: ep.secret})
+        resp = conn.getresponse()
+        raw = resp.read()
+    except OSError:
+        return None, {}
+    finally:
+        conn.close()
+    try:
+        body = json.loads(raw) if raw else {}
+    except ValueError:
+        body = {}
+    return resp.status, body if isinstance(body, dict) else {}
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -13,12 +13,11 @@ sessions of their own by the runner, and a parent's `Task`/`Agent` result names 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..agents.live import LockTimeout, held_here, next_rid, session_lock, stored_calls
+from ..agents.live import HookPending, held_here, next_rid, stored_calls
 from . import api_requests
 from .common import (
     BadRecord,
@@ -54,6 +53,9 @@ _EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write"}
 _RENAME = {"Bash": "bash", "Read": "read"}
 _AGENT_TOOLS = ("Task", "Agent")
 _KEEP_MESSAGE_IDS = 64
+# Claude Code's attachment records of a hook that did not answer as a hook should.
+_HOOK_ERRORS = ("hook_non_blocking_error", "hook_error_during_execution", "hook_cancelled",
+                "hook_failed")  # fmt: skip
 
 
 class ClaudeParser:
@@ -121,6 +123,8 @@ class ClaudeParser:
             if kind not in ("user", "assistant"):
                 return
         if kind in _QUIET or kind in api_requests.QUIET_KINDS:
+            if kind == "attachment":
+                self._hook_error(rec)
             self.quiet[kind] = self.quiet.get(kind, 0) + 1
             return
         if kind == "summary":
@@ -145,6 +149,21 @@ class ClaudeParser:
             await self._system(rec, replay, ts)
         else:
             await self._user(rec, replay, ts)
+
+    def _hook_error(self, rec: dict[str, Any]) -> None:
+        """Claude Code's record of a hook that failed (refused, timed out, an error status): kept
+        for the host's hook engine, which records the ones that were its own for `ctxview
+        doctor` (the model got Claude Code's own output then)."""
+        att = rec.get("attachment")
+        if not isinstance(att, dict) or att.get("type") not in _HOOK_ERRORS:
+            return
+        self.hub.hook_errors.append({
+            "session_id": id_text(rec.get("sessionId")) or "",
+            "event": str(att.get("hookEvent") or ""), "hook": str(att.get("hookName") or ""),
+            "tool_use_id": att.get("toolUseID") if isinstance(att.get("toolUseID"), str) else "",
+            "error": str(att.get("stderr") or att.get("error") or att.get("type"))[:500],
+            "command": str(att.get("command") or "")[:500],
+        })  # fmt: skip
 
     async def _session_of(self, rec: dict[str, Any], ts: float) -> Replay:
         """The ctxview session a record belongs to: the file's, or an inline sidechain's."""
@@ -350,13 +369,13 @@ class ClaudeParser:
         if known is None or call_id not in known:  # the hook may have stored it since
             known = self._hooked[target.id] = await stored_calls(self.hub.writer, target.id)
         store = self.hub.writer.path
-        if call_id not in known and not held_here(store, target.id):
+        waited = self.hub.waited
+        if call_id not in known and not held_here(store, target.id) and (
+                (target.id, call_id) not in waited):  # fmt: skip
             # The hook answers before it stores the call (it holds the session's lock from
-            # the call's arrival to its events' commit): once the lock is free, ask again.
-            with contextlib.suppress(LockTimeout):
-                async with session_lock(store, target.id, timeout=2.0):
-                    pass
-            known = self._hooked[target.id] = await stored_calls(self.hub.writer, target.id)
+            # the call's arrival to its events' commit): read this again once the lock is free.
+            waited.add((target.id, call_id))
+            raise HookPending(store, target.id, call_id)
         if call_id in known:
             return True
         # Imported here (its hook failed): past the ids the hook took since this import looked.

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..agents.live import HookPending
 from ..session import Session
 from ..store import Writer
 from . import claude_code, codex
@@ -126,6 +127,8 @@ class Hub:
         self.format = fmt
         self.main = main
         self.held: HeldCalls | None = None  # set by the host's hook engine that imports
+        self.waited: set[tuple[str, str]] = set()  # (session, call) a hook's lock was awaited for
+        self.hook_errors: list[dict[str, Any]] = []  # the host's records of hooks that failed
         self.replays: dict[str, Replay] = {main.id: main}
         self._released: dict[str, dict[str, Any]] = {}
         self.last_ts = time.time()
@@ -274,6 +277,7 @@ class FileImporter:
         self.writer = writer
         self.path = Path(path).expanduser().resolve()
         self.held = held  # the hook engine's calls whose events go in after their records
+        self._waited: set[tuple[str, str]] = set()  # kept when the rest is forgotten
         self._forget()
 
     def _forget(self) -> None:
@@ -309,6 +313,14 @@ class FileImporter:
                 # (what this one read past its own last commit is that one's to report).
                 report.problems = [p for p in report.problems if p.line <= self._saved_line]
                 self._forget()
+            except HookPending as pending:
+                # A hook (another process) may be storing a call this chunk met: the chunk is
+                # rolled back, the hook's lock awaited outside any transaction, the chunk read
+                # again (the call then found stored, or imported as Claude Code sent it).
+                report.problems = [p for p in report.problems if p.line <= self._saved_line]
+                self._forget()
+                await pending.wait()
+                more = True
             except BaseException:
                 self._forget()  # what was read since the last commit is not in the store
                 raise
@@ -462,7 +474,7 @@ class FileImporter:
             if not ids.final:
                 self._ids = ids.provisional()
         self.hub = Hub(self.writer, self.path, fmt, main)
-        self.hub.held = self.held
+        self.hub.held, self.hub.waited = self.held, self._waited
         if "last_ts" in state:
             self.hub.last_ts = float(state["last_ts"])
         elif info is not None:
