@@ -183,7 +183,7 @@ def main() -> int:
         traces: list[dict[str, Any]] = []
         with tempfile.TemporaryDirectory(prefix="ctxview-bench-") as tmp:
             for r in range(args.runs):
-                for hooked in ((False, True) if r % 2 == 0 else (True, False)):
+                for hooked in (False, True) if r % 2 == 0 else (True, False):
                     base = Path(tmp) / ("hooked" if hooked else "plain")
                     times, wall, got = run(base, hooked, args.calls, size)
                     per[hooked] += times

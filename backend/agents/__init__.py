@@ -27,7 +27,11 @@ MCP server (backend/agents/mcp_server.py, `ctxview mcp`), so both write one sess
   may run at the same moment (Claude Code runs tools in parallel), so each takes
   `async with live.session_lock(store_path, session_id)` around "bring the session up to date,
   insert, commit": a process that keeps the session in memory takes in what others wrote since
-  (`Session.catch_up`), never trusting a cached `next_rid`.
+  (`Session.catch_up`), never trusting a cached `next_rid`. The hook engine answers a tool call
+  before it stores it (its events wait for Claude Code's record of the call in the transcript):
+  it moves `next_rid` past the ids it gives before the answer goes, and holds the session's lock
+  until the call is stored; an import in another process that meets a hooked call not stored yet
+  waits for that lock (`live.HookPending`) rather than store it a second time.
 - The hook lets `mcp__ctxview__*` tools pass untouched: their results already went through the
   engine in the MCP server, with their own ids.
 """

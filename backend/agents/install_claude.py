@@ -80,6 +80,7 @@ class Plan:
     changes: list[str] = field(default_factory=list)
     removed: list[Path] = field(default_factory=list)  # files left empty, so taken away
     installing: bool = True
+    notes: list[str] = field(default_factory=list)  # for the person, not changes
 
     def load(self, path: Path) -> dict[str, Any]:
         if path not in self.files:
@@ -356,6 +357,10 @@ def install(scope: str, cwd: Path, home: Path, store: Path | None = None) -> Pla
         if isinstance(enabled, list) and SERVER not in enabled:
             enabled.append(SERVER)
             plan.changes.append(f"enabled the project's MCP server {SERVER} in {settings_path}")
+    if scope == "project" and _shared_by_git(cwd, settings_path):
+        plan.notes.append(f"note: git does not ignore {settings_path}, which holds the hook "
+                          "engine's secret: add it to .gitignore (Claude Code's own writes of "
+                          "that file keep it ignored)")  # fmt: skip
     mcp = plan.load(mcp_path)
     servers = _object(mcp, "mcpServers", mcp_path)
     want_server = mcp_server(pinned)
@@ -414,6 +419,23 @@ def _remove_ours(plan: Plan, path: Path, *, mcp: bool, verb: str = "removed",
         plan.changes.append(f"removed the MCP server {SERVER} from {path}")
         if not servers:
             del data["mcpServers"]
+
+
+def _shared_by_git(cwd: Path, path: Path) -> bool:
+    """Whether `path` is in a git work tree that does not ignore it (so a commit could take
+    it); False when there is no git or no work tree."""
+    import subprocess
+
+    try:
+        inside = subprocess.run(["git", "-C", str(cwd), "rev-parse", "--is-inside-work-tree"],
+                                capture_output=True, text=True, timeout=10)  # fmt: skip
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return False
+        ignored = subprocess.run(["git", "-C", str(cwd), "check-ignore", "-q", str(path)],
+                                 capture_output=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return ignored.returncode == 1
 
 
 def _object(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:

@@ -124,7 +124,7 @@ def _stored(store: Path | str, session_id: str, call_id: str) -> bool:
         return False
     try:
         return conn.execute("SELECT 1 FROM events WHERE session = ? AND kind = 'result' AND "
-                            "call_ref = ? LIMIT 1", (session_id, call_id)).fetchone() is not None
+                            "call_ref = ? LIMIT 1", (session_id, call_id)).fetchone() is not None  # fmt: skip
     except sqlite3.Error:
         return False
     finally:

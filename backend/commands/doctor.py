@@ -167,8 +167,9 @@ def _engine(store: Path, urls: list[tuple[str, dict[str, Any]]]) -> int:
     else:
         uid = endpoint.listener_uid(ep.port)
         who = "" if uid is None else f" (a program of user id {uid})"
-        print(f"hook engine: something else answers at {where}{who} (HTTP {status}): Claude "
-              "Code's http hooks are sent to it; stop it, or install again for another port")  # fmt: skip
+        answer = f"HTTP {status}" if status else "not as the engine does"
+        print(f"hook engine: something else listens at {where}{who} ({answer}): Claude Code's "
+              "http hooks are sent to it; stop it, or install again for another port")  # fmt: skip
         problems += 1
     return problems
 
@@ -181,8 +182,10 @@ def _health(ep: endpoint.Endpoint) -> tuple[int | None, dict[str, Any]]:
         conn.request("GET", "/health", headers={endpoint.HEADER: ep.secret})
         resp = conn.getresponse()
         raw = resp.read()
-    except OSError:
-        return None, {}
+    except ConnectionRefusedError:
+        return None, {}  # nothing listens
+    except (OSError, http.client.HTTPException):
+        return 0, {}  # something listens, and does not answer as the engine does
     finally:
         conn.close()
     try:

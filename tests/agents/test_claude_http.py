@@ -81,8 +81,12 @@ def test_only_a_request_with_the_secret_is_answered(tmp_path: Path) -> None:
     store = tmp_path / "state" / "store.db"
     try:
         ep = _start_engine(store)
-        for headers in ({}, {endpoint.HEADER: "0" * 64}, {endpoint.HEADER: ep.secret[:-1]},
-                        {endpoint.HEADER: ep.secret, "Origin": "http://127.0.0.1:8000"}):
+        for headers in (
+            {},
+            {endpoint.HEADER: "0" * 64},
+            {endpoint.HEADER: ep.secret[:-1]},
+            {endpoint.HEADER: ep.secret, "Origin": "http://127.0.0.1:8000"},
+        ):
             status, body = _post(ep, _bash(tmp_path, "t1"), headers)
             assert (status, body) == (403, b""), headers
         assert any("without ctxview's hook secret was refused" in f["error"]
