@@ -75,10 +75,6 @@ _SHOWS_AT_MOST = {"Grep": 20_000}
 _SHOWS_AT_MOST_ELSE = 50_000
 # A hook's writes give up well inside Claude Code's 2 s budget rather than wait on a lock.
 BUSY_MS = 900
-# Ids a session's lane could reserve while it imports after an answer, so that a call answered
-# meanwhile never waits for the import's lock; none: that wait is a few milliseconds, and ids
-# reserved ahead are a gap in the session's ids when the engine is killed.
-AHEAD = 0
 
 
 class HookError(Exception):
@@ -304,7 +300,6 @@ class HookEngine:
                     served = self.served.get(sid)
                     if served is not None:  # what the lane wrote is not another writer's
                         served.last_seq = self._last_seq(sid)
-                        self._give_back_ids(served)
                     if not self._held and all(other.worker is None or other is lane
                                               for other in self._lanes.values()):  # fmt: skip
                         self._journal.clear()
@@ -346,8 +341,6 @@ class HookEngine:
         that made it), the call's events, then the rest of the transcript."""
         trace.skip()  # the wait in the lane is not this step's
         try:
-            if AHEAD:  # the import below holds the store's lock at times
-                await self._reserve(served, served.session.next_rid + AHEAD)
             await self._transcript(served, payload, growing=True, trace=trace, held=held)
         except Exception as exc:  # the model has the answer: recorded, not raised
             if held.key is not None:
@@ -534,14 +527,13 @@ class HookEngine:
             await self._commit(held, trace)
             return
         if held is not None and held.key is not None:
-            if await _written(main, held.key[1]) is None:
-                # Its record did not come in time: the events go in now, and the message
-                # that made the call after them.
-                await self._commit(held, trace)
+            await _written(main, held.key[1])
             trace.lap("written")
+        # The import puts the call's events right after its record; when the record did not
+        # come in time (or the import failed), they go in after what the transcript holds.
         await self._take_transcript(served, main, payload, growing)
         trace.lap("transcript")
-        await self._commit(held, trace)  # when the import did not put them (it failed)
+        await self._commit(held, trace)
 
     # The calls answered whose events wait for their record (the importer's `HeldCalls`)
 
@@ -588,6 +580,7 @@ class HookEngine:
         assert self.writer is not None
         try:
             await self._import(served, main, served.session.id, growing)
+            await self._link_agents(served, main)
             for f in sub_agents(main):
                 agent = f.stem.removeprefix("agent-")
                 sid = f"cc-{agent}"
@@ -662,6 +655,26 @@ class HookEngine:
                     await self._commit(self._held[key], Trace())
         self._recovered.clear()
 
+    async def _link_agents(self, served: Served, main: Path) -> None:
+        """Sub-agents the transcript named (its Agent calls' results) and whose own session a
+        hook made meanwhile: linked to their call. The import links one whose session exists
+        when it reads the name; one made by its first hook while that import was under way
+        (Claude Code runs a sub-agent beside its parent) is linked here."""
+        assert self.writer is not None
+        importer = served.importers.get(main)
+        agents = importer.hub.main.data.get("agents", {}) if importer and importer.hub else {}
+        linked = served.extra.setdefault("linked", set())
+        for agent, call in agents.items() if isinstance(agents, dict) else ():
+            if agent in linked or not isinstance(call, str):
+                continue
+            info = await self.writer.session_info(f"cc-{agent}")
+            if info is None:
+                continue  # its first hook will find the link in the parent's data
+            if info["parent_call"] != call:
+                await self.writer.update_session(f"cc-{agent}", parent_session=served.session.id,
+                                                 parent_call=call)  # fmt: skip
+            linked.add(agent)
+
     async def _import(self, served: Served, path: Path, sid: str, growing: bool) -> None:
         assert self.writer is not None
         importer = served.importers.get(path)
@@ -677,7 +690,8 @@ class HookEngine:
         """The session's ids below `upto` are this engine's, though the events holding them are
         stored later: no writer gives them again, whatever happens to those events (a crash, a
         store gone unwritable). Committed at once; while the writer's import holds the store's
-        lock, tried again as soon as it lets go."""
+        lock (a few milliseconds), tried again as soon as it lets go. (Ids reserved ahead
+        instead would leave a gap in the session's ids whenever the engine is killed.)"""
         assert self._ids is not None
         deadline = time.monotonic() + BUSY_MS / 1000
         while True:
@@ -692,17 +706,6 @@ class HookEngine:
                     raise
                 await asyncio.sleep(0.001)
         served.reserved = max(served.reserved, upto)
-
-    def _give_back_ids(self, served: Served) -> None:
-        """The lane is idle: the ids it reserved ahead and did not give go back (unless another
-        writer moved the counter since), so the next writer's id follows the last one given."""
-        assert self._ids is not None
-        mine = served.session.next_rid
-        if served.reserved > mine:
-            with contextlib.suppress(sqlite3.Error):  # busy: the gap stays, harmlessly
-                self._ids.execute("UPDATE sessions SET next_rid = ? WHERE id = ? AND next_rid = ?",
-                                  (mine, served.session.id, served.reserved))  # fmt: skip
-        served.reserved = mine
 
     def _others_ids(self, served: Served) -> None:
         """Ids another writer took (the store's counter past what this engine reserved): the
@@ -1026,9 +1029,10 @@ def _settle(answer: asyncio.Future[dict[str, Any] | None], out: dict[str, Any] |
 
 
 # Claude Code appends the assistant record that made a call without waiting for the write, so
-# a hook can start before the record is in the file. The wait runs after the answer (the call
-# does not wait for it), the session's lock held.
-_WRITTEN_WAIT = 0.5
+# a hook can start before the record is in the file (on a loaded machine, half a second after
+# the call). The wait runs after the answer (the call does not wait for it), the session's lock
+# held: below the 1.5 s a recall over MCP waits for that lock.
+_WRITTEN_WAIT = 1.2
 _WRITTEN_TAIL = 1 << 18
 
 

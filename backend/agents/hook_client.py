@@ -1,6 +1,8 @@
-"""`ctxview hook EVENT`: what Claude Code runs for each hook event. It hands the hook input, as
-the bytes it got, to the resident engine (`daemon.py`, started on first use, one per store) over
-a Unix socket, and prints the engine's answer as it comes.
+"""`ctxview hook EVENT`: the command hook. `ctxview install claude-code` writes it for
+SessionStart only, which starts the resident engine (`daemon.py`, one per store) when none is
+running; every other event is an http hook the engine answers itself (`hook_http.py`), with no
+process started. It hands the hook input, as the bytes it got, to the engine over a Unix socket,
+and prints the engine's answer as it comes (older installs run it for every event; it works).
 
 Every import here is paid on every tool call, so this file runs on its own with the standard
 library's C modules only (`_socket`, `_signal`, `zlib`: no `json`, `socket` or `signal`, whose

@@ -131,6 +131,18 @@ def _stored(store: Path | str, session_id: str, call_id: str) -> bool:
         conn.close()
 
 
+def lock_free(store: Path | str, session_id: str) -> bool:
+    """Whether nobody holds the session's lock at this moment (taken and given back at once)."""
+    fd = _open_lock(store, session_id)
+    try:
+        if not _try_lock(fd):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    finally:
+        os.close(fd)
+
+
 def held_here(store: Path | str, session_id: str) -> bool:
     """Whether this process holds the session's lock now."""
     return (os.fspath(store), session_id) in _HELD

@@ -17,7 +17,7 @@ import copy
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..agents.live import HookPending, held_here, next_rid, stored_calls
+from ..agents.live import HookPending, held_here, lock_free, next_rid, stored_calls
 from . import api_requests
 from .common import (
     BadRecord,
@@ -371,9 +371,10 @@ class ClaudeParser:
         store = self.hub.writer.path
         waited = self.hub.waited
         if call_id not in known and not held_here(store, target.id) and (
-                (target.id, call_id) not in waited):  # fmt: skip
-            # The hook answers before it stores the call (it holds the session's lock from
-            # the call's arrival to its events' commit): read this again once the lock is free.
+                (target.id, call_id) not in waited) and not lock_free(store, target.id):  # fmt: skip
+            # The hook answers before it stores the call, holding the session's lock from the
+            # call's arrival to its events' commit: read this again once it is stored (or the
+            # lock is free). With nobody holding it, the call's hook failed: imported now.
             waited.add((target.id, call_id))
             raise HookPending(store, target.id, call_id)
         if call_id in known:
