@@ -30,11 +30,12 @@ def run(args: argparse.Namespace) -> int:
     store = store_path(args)
     problems = 0
     print(f"store: {store}")
-    problems += _store(store)
+    bad, open_sessions = _store(store)
+    problems += bad
     urls: list[tuple[str, dict[str, Any]]] = []
     for scope in ("project", "user"):
         problems += _claude(scope, urls)
-    problems += _engine(store, urls)
+    problems += _engine(store, urls, open_sessions)
     _timings(store)
     found = failures.read(store)
     if found:
@@ -65,18 +66,19 @@ def _timings(store: Path) -> None:
         print(line)
 
 
-def _store(store: Path) -> int:
+def _store(store: Path) -> tuple[int, int]:
+    """(problems, hooked Claude Code sessions open)."""
     if not store.exists():
         print("  no store yet (the first hook or `ctxview demo` makes one)")
-        return 0
+        return 0, 0
     try:
         rows = asyncio.run(_live(store))
     except Exception as exc:  # the store's own sentence
         print(f"  cannot be opened: {exc}")
-        return 1
+        return 1, 0
     print(f"  opens; {len(rows)} live Claude Code session(s)"
           + "".join(f"\n    {sid}  {ws}" for sid, ws in rows))  # fmt: skip
-    return 0
+    return 0, len(rows)
 
 
 async def _live(store: Path) -> list[tuple[str, str]]:
@@ -134,8 +136,9 @@ def _claude(scope: str, urls: list[tuple[str, dict[str, Any]]]) -> int:
     return problems
 
 
-def _engine(store: Path, urls: list[tuple[str, dict[str, Any]]]) -> int:
-    """Is the store's engine up, and does it answer Claude Code's http hooks there?"""
+def _engine(store: Path, urls: list[tuple[str, dict[str, Any]]], open_sessions: int) -> int:
+    """Is the store's engine up, and does it answer Claude Code's http hooks there? Not
+    running is a problem only while a hooked session is open (its calls go unhooked)."""
     problems = 0
     ep = endpoint.load(store)
     running = socket_path(store).exists()
@@ -160,9 +163,12 @@ def _engine(store: Path, urls: list[tuple[str, dict[str, Any]]]) -> int:
     if status == 200:
         print(f"hook engine: running (pid {body.get('engine', '?')}), answering Claude Code's "
               f"http hooks at {where}")  # fmt: skip
+    elif status is None and not open_sessions:
+        print(f"hook engine: not running (the next Claude Code session starts it at {where})")
     elif status is None:
-        print(f"hook engine: not running; nothing answers at {where}, so tool calls keep Claude "
-              "Code's own output until the next Claude Code session starts it")  # fmt: skip
+        print(f"hook engine: not running while {open_sessions} Claude Code session(s) are open: "
+              f"nothing answers at {where}, so their tool calls keep Claude Code's own output "
+              "until the next session start (or `--resume`) starts it")  # fmt: skip
         problems += 1 if urls else 0
     else:
         uid = endpoint.listener_uid(ep.port)
