@@ -323,16 +323,18 @@ class HookEngine:
         finally:
             session.writer = self.writer
         trace.lap("rules")
-        if held.steps and session.next_rid > served.reserved:
+        if not held.steps:
+            return held, out
+        if session.next_rid > served.reserved:
             # An id the model is given is never given again: the store's counter is past it
-            # before the answer goes (already, when the lane reserved ahead: `_after`).
+            # before the answer goes.
             await self._reserve(served, session.next_rid)
-            trace.lap("reserve")
-            call = payload.get("tool_use_id")
-            if isinstance(call, str) and call and _transcript_of(served, payload) is not None:
-                held.key = (session.id, call)  # the import puts them after the call's record
-                self._held[held.key] = held
-            self._journal.add(held.key, held.steps)
+        call = payload.get("tool_use_id")
+        if isinstance(call, str) and call and _transcript_of(served, payload) is not None:
+            held.key = (session.id, call)  # the import puts them after the call's record
+            self._held[held.key] = held
+        self._journal.add(held.key, held.steps)  # should this engine be killed before
+        trace.lap("reserve")
         return held, out
 
     async def _after(self, sid: str, served: Served, payload: dict[str, Any], trace: Trace,

@@ -11,7 +11,8 @@ The phases, in the order a hook goes through them:
 - `written`: waiting until the transcript holds the record of the call
 - `transcript`: the transcript's growth imported (messages, usage, sub-agents)
 - `rules`: the 3.0.0 rules' work on the result (in memory)
-- `reserve`: the ids the answer gives made durable in the store, before the answer
+- `reserve`: the ids the answer gives made durable in the store, and the call's events kept in
+  the engine's journal (`hook_journal`), before the answer
 - `answer`: the answer encoded and handed to the transport
 - `commit`: the call's events written to the store
 
