@@ -159,6 +159,11 @@ def _engine(store: Path, urls: list[tuple[str, dict[str, Any]]], open_sessions: 
             problems += 1
             break
     where = f"http://{endpoint.LOOPBACK}:{ep.port}"
+    if urls and (proxy := _proxied()):
+        print(f"  {proxy} is set and NO_PROXY does not name {endpoint.LOOPBACK}: Claude Code "
+              f"would send its http hooks (the tool outputs, and the hooks' secret) through that "
+              f"proxy; add {endpoint.LOOPBACK} to NO_PROXY")  # fmt: skip
+        problems += 1
     status, body = _health(ep)
     if status == 200:
         print(f"hook engine: running (pid {body.get('engine', '?')}), answering Claude Code's "
@@ -178,6 +183,20 @@ def _engine(store: Path, urls: list[tuple[str, dict[str, Any]]], open_sessions: 
               "http hooks are sent to it; stop it, or install again for another port")  # fmt: skip
         problems += 1
     return problems
+
+
+def _proxied() -> str | None:
+    """The proxy variable Claude Code (started from this environment) would send a request to
+    127.0.0.1 through: it honours NO_PROXY, and nothing else, for loopback."""
+    import os
+
+    skip = (os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or "").split(",")
+    if any(x.strip() in ("*", endpoint.LOOPBACK) for x in skip):
+        return None
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        if os.environ.get(name):
+            return name
+    return None
 
 
 def _health(ep: endpoint.Endpoint) -> tuple[int | None, dict[str, Any]]:

@@ -185,3 +185,23 @@ def test_uninstall_gives_back_the_bytes_the_person_had(tmp_path: Path) -> None:
     assert after == json.dumps({"theme": "dark", "é": "ü", "model": "sonnet"}, indent=4,
                                ensure_ascii=False) + "\n"  # fmt: skip
     assert not _ours_left(json.loads((home / ".claude.json").read_text()))
+
+
+def test_doctor_says_when_a_proxy_would_carry_the_http_hooks(tmp_path: Path) -> None:
+    """Claude Code sends a request to 127.0.0.1 through HTTP_PROXY unless NO_PROXY names it:
+    the hooks' inputs and secret would go to the proxy."""
+    proj, home = tmp_path / "proj", tmp_path / "home"
+    proj.mkdir()
+    home.mkdir()
+    store = str(tmp_path / "s.db")
+    assert ctxview(proj, home, "--store", store, "install", "claude-code").returncode == 0
+    env = {**os.environ, "HOME": str(home), "HTTP_PROXY": "http://proxy.example:3128"}
+    env.pop("NO_PROXY", None)
+    env.pop("no_proxy", None)
+    done = subprocess.run([str(CTXVIEW), "--store", store, "doctor"], cwd=proj, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1 and "add 127.0.0.1 to NO_PROXY" in done.stdout
+    env["NO_PROXY"] = "localhost,127.0.0.1"
+    done = subprocess.run([str(CTXVIEW), "--store", store, "doctor"], cwd=proj, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "NO_PROXY" not in done.stdout
