@@ -370,10 +370,16 @@ class Session:
     def ref(self, rid: int) -> str:
         return format_id(rid, self.config["ids.digits"])
 
+    @property
+    def next_rid(self) -> int:
+        """The id the next result gets (the tree's counter, `ids`)."""
+        return self.ids.next
+
     # Building results
 
     def _take_id(self) -> int:
-        return self.ids.take()
+        # Taken by this session's writer: a rewind gives back only that writer's ids.
+        return self.ids.take(self.writer)
 
     def _call_ref(self) -> str:
         self._calls += 1

@@ -1,12 +1,15 @@
 """The time a Claude Code hook adds to each tool call, at 10, 1,000 and 10,000 results in the
-session (issue 9: p95 <= 100 ms at every size).
+session (issue 16 §2: at most 15 ms at p50 and 30 ms at p95, at every size).
 
-    .venv/bin/python bench/bench_hooks.py                 # about a minute
+    .venv/bin/python bench/bench_hooks.py                 # about two minutes
     .venv/bin/python bench/bench_hooks.py --calls 200 --sizes 10 10000 --strict
 
-What is timed is what Claude Code waits for: a fresh process of the command `ctxview install
-claude-code` writes (`python -S …/backend/agents/hook_client.py post-tool-use`), fed a
-PostToolUse input on stdin and read to its exit; its CPU time is reported beside. The calls cycle
+What is timed is what Claude Code waits for. With the http hooks `ctxview install claude-code`
+writes: a POST of the PostToolUse input to the resident engine on 127.0.0.1 (a new connection
+per call, the dearer case; Claude Code's client may keep one open) read to the end of its
+answer. Beside it, the command hook of earlier installs (still what `ctxview hook` runs): a
+fresh process of `python -S …/backend/agents/hook_client.py post-tool-use`, fed the input on
+stdin and read to its exit; its CPU time is reported beside. The calls cycle
 through a Read of a 300-line file, a Bash command with a 200-line output, a search through Bash
 (`rg`), a Grep in content mode with 500 matching lines (capped) and a Glob of 100 paths (the same
 pattern each time: the same-result stub), the shapes Claude Code 2.1.328 sends. Each size gets its own store, filled first
@@ -33,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.agents import failures
+from ctxview.backend.agents import endpoint, failures, hook_trace
 from ctxview.backend.agents.claude_hooks import HookEngine
 from ctxview.backend.agents.hook_client import stop
 from ctxview.backend.agents.install_claude import hook_command
@@ -43,7 +46,7 @@ from ctxview.backend.store import Writer
 SID = "bench-0000-hooks"
 # The command `ctxview install claude-code` writes for PostToolUse.
 HOOK = shlex.split(hook_command("post-tool-use", None))
-TARGET_MS = 100.0
+TARGET_P50, TARGET_P95 = 15.0, 30.0
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -103,6 +106,22 @@ async def fill(store: Path, root: Path, results: int) -> None:
 
 
 CPU: list[float] = []  # the hook process's own CPU time per call, ms
+
+
+def http_call(payload: dict[str, Any], ep: endpoint.Endpoint) -> tuple[float, bytes]:
+    """What Claude Code's http hook waits for: connect, POST, the whole answer."""
+    import http.client
+
+    data = json.dumps(payload).encode()
+    t = time.perf_counter()
+    conn = http.client.HTTPConnection(endpoint.LOOPBACK, ep.port, timeout=30)
+    try:
+        conn.request("POST", "/hook/PostToolUse", body=data,
+                     headers={"Content-Type": "application/json", endpoint.HEADER: ep.secret})  # fmt: skip
+        body = conn.getresponse().read()
+    finally:
+        conn.close()
+    return (time.perf_counter() - t) * 1000, body
 
 
 def one_call(payload: dict[str, Any], store: Path) -> tuple[float, bytes]:
@@ -166,38 +185,52 @@ def main() -> int:
                                                   for i in range(150)))  # fmt: skip
             store = Path(tmp) / "store.db"
             asyncio.run(fill(store, root, size))
-            calls = payloads(root, args.calls + 1)
+            ep = endpoint.ensure(store)
+            calls = payloads(root, 2 * args.calls + 1)
             try:
+                # The first call starts the engine (the SessionStart command does, in use) and
+                # resumes the session from the store.
                 cold, out = one_call(calls[0], store)
                 if b"updatedToolOutput" not in out:  # the engine's start ran past the budget
                     cold2, out = one_call(calls[0] | {"tool_use_id": "toolu_again"}, store)
                     cold += cold2
                 assert b"updatedToolOutput" in out, failures.read(store)[-3:]
-                times, floor = [], []
+                http_ms, times, floor = [], [], []
                 CPU.clear()
-                for p in calls[1:]:
-                    ms, out = one_call(p, store)
+                for i, p in enumerate(calls[1:]):
+                    if i % 2 == 0:  # interleaved: the same load for both
+                        ms, out = http_call(p, ep)
+                        http_ms.append(ms)
+                    else:
+                        ms, out = one_call(p, store)
+                        times.append(ms)
+                        floor.append(bare_start())
                     # the engine answered every call
                     assert b"updatedToolOutput" in out, failures.read(store)[-3:]
-                    times.append(ms)
-                    floor.append(bare_start())  # interleaved: the same load for both
             finally:
                 stop(store)
+            traces = [t for t in hook_trace.read(store) if t.get("transport") == "http"]
             by_tool = asyncio.run(engine_steps(store, payloads(root, 61)))
         steps = [ms for _, ms in by_tool]
         tools = sorted({t for t, _ in by_tool})
         print(f"{size:>6} results: engine step p50 by tool: " + ", ".join(
-            f"{t} {statistics.median(ms for x, ms in by_tool if x == t):.1f} ms" for t in tools))
-        p50, p95 = statistics.median(times), pct(times, 95)
-        met = p95 <= TARGET_MS
-        print(f"{size:>6} results: load average {os.getloadavg()[0]:.2f} after the calls")
-        print(f"{size:>6} results: a bare `python -S -c pass` beside it: p50 "
-              f"{statistics.median(floor):6.1f} ms  p95 {pct(floor, 95):6.1f} ms")  # fmt: skip
+            f"{t} {statistics.median(ms for x, ms in by_tool if x == t):.1f} ms" for t in tools))  # fmt: skip
+        h50, h95 = statistics.median(http_ms), pct(http_ms, 95)
+        met = h50 <= TARGET_P50 and h95 <= TARGET_P95
         ok &= met
-        print(f"{size:>6} results: hook p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  max "
-              f"{max(times):6.1f} ms  (its CPU p50 {statistics.median(CPU):4.1f} ms; cold first "
-              f"call {cold:5.0f} ms)  engine step p50 {statistics.median(steps):4.1f} ms p95 "
-              f"{pct(steps, 95):4.1f} ms  {'ok' if met else 'MISSED'} (p95 <= {TARGET_MS:g} ms)")  # fmt: skip
+        print(f"{size:>6} results: load average {os.getloadavg()[0]:.2f} after the calls")
+        print(f"{size:>6} results: http hook p50 {h50:6.1f} ms  p95 {h95:6.1f} ms  max "
+              f"{max(http_ms):6.1f} ms  {'ok' if met else 'MISSED'} (p50 <= {TARGET_P50:g}, "
+              f"p95 <= {TARGET_P95:g} ms; cold first call {cold:5.0f} ms)")  # fmt: skip
+        if traces:
+            s50, s95 = hook_trace.summary(traces)["answered"]
+            print(f"{size:>6} results:   of which in the engine (answered) p50 {s50:5.2f} ms  "
+                  f"p95 {s95:5.2f} ms")  # fmt: skip
+        print(f"{size:>6} results: command hook p50 {statistics.median(times):6.1f} ms  p95 "
+              f"{pct(times, 95):6.1f} ms  (its CPU p50 {statistics.median(CPU):4.1f} ms; a bare "
+              f"`python -S -c pass` beside it p50 {statistics.median(floor):5.1f} ms)")  # fmt: skip
+        print(f"{size:>6} results: engine step alone (all of it, in process) p50 "
+              f"{statistics.median(steps):4.1f} ms p95 {pct(steps, 95):4.1f} ms")  # fmt: skip
     return 1 if args.strict and not ok else 0
 
 

@@ -118,6 +118,52 @@ async def test_a_rolled_back_import_gives_its_ids_again(tmp_path: Path) -> None:
         assert (await session.insert("bash", {}, "kept")).startswith("[#1000]")
 
 
+async def test_a_rewind_never_gives_back_an_id_another_step_took_after(tmp_path: Path) -> None:
+    """The hook engine answers a call while its import of the last call's transcript is under
+    way (claude_hooks: answers before store), both drawing on the tree's one counter: the call's
+    events held (`_Held`, its own writer), the import's queued in its transaction. Whichever of
+    the two fails and gives its ids back, it gives back only its own trailing ones: an id the
+    other took after them is never given twice (a gap instead)."""
+    from ctxview.backend.agents.claude_hooks import _Held
+    from ctxview.backend.agents.live import next_rid
+
+    store = tmp_path / "s.db"
+    async with await Writer.open(store) as writer:
+        await Session.start(writer, tmp_path, session_id="p")
+        hook = await Session.resume(writer, "p")  # the engine's own Session of the session
+        imp = await Session.resume(writer, "p")  # the import's
+        child = await Session.start(writer, tmp_path, session_id="c", parent_session="p")
+
+        # 1. The import's chunk takes an id, a call's step takes the next, the chunk rolls back.
+        held = _Held(writer)
+        with pytest.raises(RuntimeError):
+            async with writer.batch(), writer.transaction():
+                await imp.insert("bash", {}, "imported, rolled back")  # #1000, queued
+                hook.writer = held  # type: ignore[assignment]
+                answered = await hook.insert("bash", {}, "answered")  # #1001, to the model
+                hook.writer = writer
+                raise RuntimeError("the import's chunk rolled back")
+        assert answered.startswith("[#1001]")
+        imp.ids.rewind(await next_rid(writer, "p"), owner=imp.writer)  # as the importer does
+        for sid, events, bodies, fts in held.steps:  # the answered call's events, stored
+            await writer.append(sid, events, bodies, fts_max_chars=fts)
+        assert (await imp.insert("bash", {}, "imported again")).startswith("[#1002]")
+
+        # 2. The import takes an id (queued), a call's step (a sub-agent's) takes the next and
+        # fails before its answer: it gives back its own id only.
+        async with writer.batch(), writer.transaction():
+            assert (await imp.insert("bash", {}, "imported")).startswith("[#1003]")
+            failed = _Held(writer)
+            child.writer = failed  # type: ignore[assignment]
+            assert (await child.insert("bash", {}, "never answered")).startswith("[#1004]")
+            child.writer = writer
+            child.ids.rewind(await next_rid(writer, "c"), owner=failed)  # as the engine does
+            assert child.ids.next == 0x1004
+        assert (await child.insert("bash", {}, "answered")).startswith("[#1004]")
+    rids = [rid for _, rid in _rids(store)]
+    assert rids == sorted(set(rids)) == [0x1001, 0x1002, 0x1003, 0x1004], rids
+
+
 async def test_an_import_of_a_session_and_its_sub_agent_shares_one_id_space(tmp_path: Path) -> None:
     project = FIXTURES / "project"
     agent = next(project.rglob("agent-a1b2c3d.jsonl"))

@@ -31,6 +31,16 @@ MCP server (backend/agents/mcp_server.py, `ctxview mcp`), so both write one sess
   session up to date, insert, commit": a process that keeps a session in memory takes in what
   others wrote since (`Session.catch_up`, `Session.advance_ids`), never trusting a cached
   counter.
+- The hook engine answers a tool call before it stores it (its events wait for Claude Code's
+  record of the call in the transcript). Its steps go through one lane per session tree
+  (`claude_hooks._Lane`), which holds the tree's lock from a call's arrival until every call
+  it answered is stored: the parent's and its sub-agents' calls are answered in order, one at a
+  time, while earlier calls are still being stored. The ids an answer gives are put in the
+  store's counter (the session's `next_rid`, so the tree's) before the answer goes, and kept in
+  a journal (`hook_journal.py`) until stored; a step that fails before its answer gives back
+  only the ids it took (`IdSpace.rewind`). An import in another process that meets a hooked call
+  not stored yet waits for the tree's lock (`live.HookPending`) rather than store it a second
+  time.
 - The MCP server answers a sub-agent's recall in the sub-agent's session: Claude Code tells it
   only the call's `claudecode/toolUseId`, and the transcript holding that tool_use names the
   conversation (`caller.py`).

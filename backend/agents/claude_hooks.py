@@ -7,6 +7,11 @@ with whatever another writer (the MCP server's recall, an import) added to the s
 events past the last sequence number it knows go through `Session.catch_up`, which builds the
 state as `Session.resume` does, so a hook costs the same at 10 or 10,000 results.
 
+A tool call is answered before it is stored: its steps go through its session tree's lane
+(`_Lane`: the session and its sub-agents, one id counter, one lock keyed by the tree's root),
+its ids reserved in the store and its events journaled before the answer, and stored after the
+transcript's record of the call once the answer is out (`_rules`, `_after`).
+
 What the model gets, per tool (README "Use it with Claude Code / Codex" has the table):
 - Read: Claude Code numbers `file.content` from `file.startLine` itself, so the bracket goes in
   as the line before the content and `startLine` one less: `0\t[#1000 a.py lines 1-3 of 3 sha
@@ -34,18 +39,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import sqlite3
 import stat
 import time
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..importers.claude_code import NOTIFICATION_TOOL, read_lines, task_notification
 from ..importers.codex import _search_tool
+from ..importers.common import TooDeep, parse_line
 from ..importers.detect import CLAUDE
 from ..importers.follow import sub_agents
 from ..importers.runner import FileImporter
@@ -54,13 +63,16 @@ from ..result import Result
 from ..rules.compaction import files_read_table
 from ..session import Session
 from ..store import tree
-from ..store.records import EVENT_COLUMNS, Event
+from ..store.records import EVENT_COLUMNS, Body, Event
 from ..store.writer import Writer
 from ..tools import ToolError, safe_fs
 from . import live
 from .claude_edits import before_patch, edited
+from .hook_journal import Journal
+from .hook_trace import Trace
 
 OWN_TOOLS = "mcp__ctxview__"
+PER_CALL = ("PostToolUse", "PostToolUseFailure")  # answered before the transcript is read
 _EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write"}
 # Claude Code's searches as the engine's `dedupe.by_result` tools (LS: versions before 2.1).
 _SEARCHES = {"Grep": "grep", "Glob": "glob", "LS": "list"}
@@ -96,6 +108,26 @@ class HookError(Exception):
     """A hook input this engine does not know how to handle (recorded, never shown)."""
 
 
+class BadInput(HookError):
+    """A hook input that is not a JSON object this engine may read (the sentence says why)."""
+
+    says_it_all = True  # failures.describe
+
+
+def hook_input(raw: bytes) -> dict[str, Any]:
+    """The hook input as Claude Code sent it (either transport): a JSON object nested at most
+    `importers.common.MAX_DEPTH` levels deep; BadInput otherwise (no depth raises)."""
+    try:
+        payload = parse_line(raw)
+    except TooDeep as exc:
+        raise BadInput(f"the hook input is {exc}") from None
+    except ValueError as exc:
+        raise BadInput(f"the hook input is not JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise BadInput("the hook input is not a JSON object")
+    return payload
+
+
 @dataclass
 class Served:
     """One Claude Code session as the resident engine holds it."""
@@ -110,6 +142,7 @@ class Served:
     # sub-agents land in order around the results the hook stores.
     importers: dict[Path, FileImporter] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    reserved: int = 0  # the store's counter as this engine set it: ids below are its own
 
 
 def session_id_of(payload: dict[str, Any]) -> str:
@@ -155,61 +188,346 @@ class HookEngine:
         self.store = Path(store)
         self.writer: Writer | None = None
         self._read: sqlite3.Connection | None = None
+        self._ids: sqlite3.Connection | None = None
         self.served: dict[str, Served] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._lanes: dict[str, _Lane] = {}  # session tree (its root's id) -> its lane
+        self._held: dict[tuple[str, str], _Held] = {}  # (session, call id) -> its events
+        # The Claude Code sessions (not sub-agents) seen and not ended: the engine stays up.
+        self.open_sessions: set[str] = set()
+        self._port: int | None = None  # where Claude Code's http hooks reach this engine
+        self._journal = Journal(store)  # the held calls, should this engine be killed
+        self._recovered: set[str] = set()  # sessions with calls a killed engine held
+        self._steps: set[asyncio.Task[None]] = set()
+        self.on_trace: Callable[[Trace], None] | None = None  # each step's trace, when done
 
     async def open(self) -> None:
+        from .endpoint import load
+
+        found = load(self.store)
+        self._port = found.port if found is not None else None
         self.writer = await Writer.open(self.store)
         # The writer waits 10 s for a lock; a hook must give up inside its budget instead.
         await self.writer._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         self._read = sqlite3.connect(self.store, timeout=BUSY_MS / 1000, isolation_level=None)
+        # Ids reserved before an answer: a connection of their own that never waits on the
+        # lock (the event loop must not stop while the writer's import holds it), committing
+        # as the writer does (WAL, no sync at each commit).
+        self._ids = sqlite3.connect(self.store, timeout=0, isolation_level=None)
+        self._ids.execute("PRAGMA synchronous = NORMAL")
+        await self._recover()
+
+    async def _recover(self) -> None:
+        """The calls an engine killed after their answer held (`hook_journal`): those with a
+        record to follow wait for the import of their transcript (`catch_up_open`), the others
+        are stored now."""
+        for key, steps in self._journal.read():
+            held = _Held(self.writer)  # type: ignore[arg-type]
+            held.steps, held.key = steps, key
+            if self._stored(held):
+                continue
+            if key is not None:
+                self._held[key] = held
+                self._recovered.add(key[0])
+            else:
+                await self._commit(held, Trace())
+        if not self._held:
+            self._journal.clear()
+
+    def _stored(self, held: _Held) -> bool:
+        assert self._read is not None
+        return bool(held.steps) and all(self._read.execute(
+            "SELECT 1 FROM events WHERE session = ? AND rid = ?", (sid, rid)).fetchone()
+            for sid, rid in held.rids())  # fmt: skip
 
     async def close(self) -> None:
+        await self.settled()
         if self.writer is not None:
             await self.writer.close()
         if self._read is not None:
             self._read.close()
+        if self._ids is not None:
+            self._ids.close()
+        self._journal.close()
 
     # The face
 
-    async def handle(self, event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """The hook's JSON output for one event, or None for none (Claude Code keeps its own)."""
-        if event in ("PostToolUse", "PostToolUseFailure"):
+    async def handle(self, event: str, payload: dict[str, Any], trace: Trace | None = None
+                     ) -> dict[str, Any] | None:  # fmt: skip
+        """The hook's JSON output for one event, or None for none (Claude Code keeps its own),
+        once the whole step is done (what `respond` leaves running included)."""
+        answer, done = self._begin(event, payload, trace or Trace())
+        await asyncio.shield(done)
+        return answer.result()
+
+    async def respond(self, event: str, payload: dict[str, Any], trace: Trace | None = None
+                      ) -> dict[str, Any] | None:  # fmt: skip
+        """The hook's JSON output as soon as it is known. For a tool call that is before the
+        transcript is read: taking in what the model said before the call and storing the
+        call's events after it go on in the session's lane (`_Lane`), which holds the session's
+        lock until they are done, so another process's step of this session waits for them."""
+        answer, _ = self._begin(event, payload, trace or Trace())
+        return await asyncio.shield(answer)
+
+    async def settled(self) -> None:
+        """Every step begun has ended, its work after the answer included (tests, closing)."""
+        while pending := [*self._steps, *(lane.worker for lane in self._lanes.values()
+                                         if lane.worker is not None)]:  # fmt: skip
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def _begin(self, event: str, payload: dict[str, Any], trace: Trace
+               ) -> tuple[asyncio.Future[dict[str, Any] | None], asyncio.Future[None]]:  # fmt: skip
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
+        if event in PER_CALL:
             name = payload.get("tool_name")
             if not isinstance(name, str) or name.startswith(OWN_TOOLS):
-                return None
-        sid = session_id_of(payload)
-        # One step at a time per session tree (the session and its sub-agents share one id
-        # space): in this process (asyncio), then across processes (the MCP server's recall).
-        root = tree_root(payload)
-        async with self._locks.setdefault(root, asyncio.Lock()), live.session_lock(self.store,
-                                                                                    root):
-            if event == "SubagentStop":
-                await self._agent_stopped(root, sid, payload)
-                return None
-            served = await self._serve(sid, payload)
-            try:
-                await self._transcript(served, payload, growing=event != "SessionEnd")
-                out = await self._event(served, event, payload)
-            except BaseException:
-                # A step that did not commit may have taken an id or filled the dedupe
-                # table in memory: the next step starts again from the store.
-                self.served.pop(sid, None)
-                with contextlib.suppress(sqlite3.Error):
-                    served.session.ids.rewind(self._next_rid(sid))
+                answer.set_result(None)
+                done.set_result(None)
+                self._traced(trace)
+                return answer, done
+        try:
+            sid, root = session_id_of(payload), tree_root(payload)
+        except HookError as exc:
+            answer.set_exception(exc)
+            done.set_result(None)
+            return answer, done
+        if not payload.get("agent_id") and not event.startswith("_"):
+            if event == "SessionEnd":
+                self.open_sessions.discard(sid)
+            else:
+                self.open_sessions.add(sid)
+        step = asyncio.create_task(self._step(root, sid, event, payload, trace, answer, done))
+        self._steps.add(step)
+        step.add_done_callback(self._steps.discard)
+        return answer, done
+
+    async def _step(self, root: str, sid: str, event: str, payload: dict[str, Any],
+                    trace: Trace, answer: asyncio.Future[dict[str, Any] | None],
+                    done: asyncio.Future[None]) -> None:  # fmt: skip
+        """What comes before a tool call's answer, in its session tree's lane: its lock (and the
+        tree's flock, unless the lane holds it already), the session up to date, the rules;
+        then the rest is queued on the lane. Any other event is queued whole. One lane per tree
+        (the session and its sub-agents), since they draw their ids from one counter and the
+        MCP server's recall writes under the tree's lock (`tree_root`)."""
+        lane = self._lanes.setdefault(root, _Lane())
+        queued = False
+        try:
+            async with lane.compute:
+                busy = lane.worker is not None
+                if not busy:  # the lane takes the tree's lock until its work is done
+                    await lane.take(self.store, root)
+                    lane.worker = asyncio.create_task(self._run(lane, root))
+                trace.lap("lock")
+                if event not in PER_CALL:
+                    lane.work.append(functools.partial(self._whole, lane, root, sid, event,
+                                                       payload, trace, answer, done,
+                                                       not busy))  # fmt: skip
+                    lane.barrier = done
+                    queued = True
+                    return
+                if lane.barrier is not None and not lane.barrier.done():
+                    # A SessionStart, PreCompact, Stop or SessionEnd before this call is done
+                    # first (Claude Code waits for those anyway): its compaction counts here.
+                    await asyncio.shield(lane.barrier)
+                try:
+                    served = await self._serve(sid, payload, others=not busy)
+                except BaseException:
+                    self.served.pop(sid, None)
+                    raise
+                lane.sessions.add(sid)
+                trace.lap("catch_up")
+                held, out = await self._rules(served, event, payload, trace)
+                _settle(answer, out)
+                trace.skip()
+                lane.work.append(functools.partial(self._after, sid, served, payload, trace,
+                                                   held, done))  # fmt: skip
+                queued = True
+        except BaseException as exc:
+            _fail(answer, exc)
+            if not done.done():
+                done.set_result(None)
+            self._traced(trace)
+            if isinstance(exc, asyncio.CancelledError):
                 raise
-            served.last_seq = self._last_seq(sid)
-            return out
+        finally:
+            if not queued and not done.done():
+                done.set_result(None)
+
+    async def _run(self, lane: _Lane, root: str) -> None:
+        """The lane's worker: its work in order, then the tree's lock given back (under the
+        lane's compute lock, so a step never finds the lane busy and its worker gone)."""
+        while True:
+            while lane.work:
+                piece = lane.work.popleft()
+                try:
+                    await piece()  # each piece records its own failures
+                except Exception as exc:  # a bug: recorded, and the lane goes on
+                    from . import failures
+
+                    failures.record(self.store, "engine", f"{type(exc).__name__}: {exc}",
+                                    {"session_id": root.removeprefix("cc-")})  # fmt: skip
+            async with lane.compute:
+                if lane.work:
+                    continue
+                sessions, lane.sessions = lane.sessions, set()
+                try:
+                    for sid in sessions:  # what the lane wrote is not another writer's
+                        served = self.served.get(sid)
+                        if served is not None:
+                            served.last_seq = self._last_seq(sid)
+                    if not self._held and all(other.worker is None or other is lane
+                                              for other in self._lanes.values()):  # fmt: skip
+                        self._journal.clear()
+                except sqlite3.Error:
+                    for sid in sessions:
+                        self.served.pop(sid, None)
+                finally:
+                    lane.worker = None
+                    await lane.give_back()
+                return
+
+    async def _rules(self, served: Served, event: str, payload: dict[str, Any], trace: Trace
+                     ) -> tuple[_Held, dict[str, Any] | None]:  # fmt: skip
+        """A tool call's answer, from the session in memory, its events held; the ids it gives
+        made durable (in the tree's counter, in the store) before it goes. A step that fails
+        before its answer gives its ids back and the session is read again from the store."""
+        assert self.writer is not None
+        session = served.session
+        held = _Held(self.writer)
+        session.writer = held  # type: ignore[assignment]
+        try:
+            try:
+                out = await self._event(served, event, payload)
+            finally:
+                session.writer = self.writer
+            trace.lap("rules")
+            if not held.steps:
+                return held, out
+            if session.next_rid > served.reserved:
+                # An id the model is given is never given again: the store's counter is past
+                # it before the answer goes.
+                await self._reserve(served, session.next_rid)
+            call = payload.get("tool_use_id")
+            main = _transcript_of(served, payload)
+            if isinstance(call, str) and call and main is not None and is_regular(main):
+                held.key = (session.id, call)  # the import puts them after the call's record
+                self._held[held.key] = held
+            self._journal.add(held.key, held.steps)  # should this engine be killed before
+        except BaseException:
+            if held.key is not None:
+                self._held.pop(held.key, None)
+            self._forget(served, owner=held)
+            raise
+        trace.lap("reserve")
+        return held, out
+
+    def _forget(self, served: Served, owner: object) -> None:
+        """After a step that did not commit: the ids it took in memory go back to the tree's
+        counter (`IdSpace.rewind`: only those no one else took after them; the store's counter
+        holds every id an answer gave), and the next step reads the session from the store
+        (its dedupe table may hold what was never stored)."""
+        self.served.pop(served.session.id, None)
+        with contextlib.suppress(sqlite3.Error):
+            served.session.ids.rewind(self._next_rid(served.session.id), owner=owner)
+
+    async def _after(self, sid: str, served: Served, payload: dict[str, Any], trace: Trace,
+                     held: _Held, done: asyncio.Future[None]) -> None:  # fmt: skip
+        """After a tool call's answer: the transcript up to the call's own record (the message
+        that made it), the call's events, then the rest of the transcript. A sub-agent run in
+        the foreground whose result this call is has handed back: its session ends."""
+        trace.skip()  # the wait in the lane is not this step's
+        try:
+            await self._transcript(served, payload, growing=True, trace=trace, held=held)
+            handed = _handed_back(payload)
+            if handed is not None:
+                await self._end(f"cc-{handed}")
+        except Exception as exc:  # the model has the answer: recorded, not raised
+            if held.key is not None:
+                self._held.pop(held.key, None)
+            self.served.pop(sid, None)
+            self._after_failure(str(payload.get("hook_event_name") or "PostToolUse"), payload,
+                                trace, exc)  # fmt: skip
+        finally:
+            self._traced(trace)
+            done.set_result(None)
+
+    async def _whole(self, lane: _Lane, root: str, sid: str, event: str,
+                     payload: dict[str, Any], trace: Trace,
+                     answer: asyncio.Future[dict[str, Any] | None], done: asyncio.Future[None],
+                     others: bool) -> None:  # fmt: skip
+        """Another event (SessionStart, UserPromptSubmit, PreCompact, Stop, SubagentStop,
+        SessionEnd): answered once done, after every tool call before it has its events
+        stored."""
+        trace.skip()
+        served: Served | None = None
+        try:
+            if event == "SubagentStop":
+                served = await self._agent_stopped(lane, root, sid, payload, trace, others)
+                out = None
+            else:
+                served = await self._serve(sid, payload, others=others)
+                lane.sessions.add(sid)
+                trace.lap("catch_up")
+                await self._transcript(served, payload, growing=event != "SessionEnd",
+                                       trace=trace)  # fmt: skip
+                out = await self._event(served, event, payload)
+                trace.lap("rules")
+            _settle(answer, out)
+        except Exception as exc:
+            if served is not None:
+                assert self.writer is not None
+                self._forget(served, owner=self.writer)
+            else:
+                self.served.pop(root if event == "SubagentStop" else sid, None)
+            _fail(answer, exc)
+        finally:
+            self._traced(trace)
+            done.set_result(None)
+
+    async def _agent_stopped(self, lane: _Lane, root: str, sid: str, payload: dict[str, Any],
+                             trace: Trace, others: bool) -> Served:  # fmt: skip
+        """SubagentStop: the sub-agent is done (its result goes to its parent): its records up
+        to its end are imported (with its parent's transcript), then it ends. One that never
+        ran a tool nor wrote a transcript (Claude Code's own helpers) has no session to end."""
+        top = _as_root(payload)
+        served = await self._serve(root, top, others=others)
+        lane.sessions.add(root)
+        trace.lap("catch_up")
+        await self._transcript(served, top, growing=True, trace=trace)
+        await self._end(sid)
+        return served
+
+    async def _end(self, sid: str) -> None:
+        """End a session of the tree (a sub-agent) unless it has ended: its `end` event and its
+        end time, as `Session.end` writes them."""
+        assert self.writer is not None
+        info = await self.writer.session_info(sid)
+        if info is None or info["ended"] is not None:
+            return
+        now = time.time()
+        await self.writer.append(sid, [Event(ts=now, kind="end")])
+        await self.writer.update_session(sid, ended=now)
+
+    def _after_failure(self, event: str, payload: dict[str, Any], trace: Trace,
+                       exc: BaseException) -> None:  # fmt: skip
+        from . import failures
+
+        trace.error = f"after the answer: {type(exc).__name__}: {exc}"
+        failures.record(self.store, event, trace.error, {
+            k: payload[k] for k in ("session_id", "tool_name", "tool_use_id")
+            if isinstance(payload.get(k), str)})  # fmt: skip
+
+    def _traced(self, trace: Trace) -> None:
+        trace.done()
+        if self.on_trace is not None:
+            self.on_trace(trace)
 
     async def _event(self, served: Served, event: str, payload: dict[str, Any]
                      ) -> dict[str, Any] | None:  # fmt: skip
         session = served.session
         if event == "PostToolUse":
-            out = await self._post_tool_use(session, payload)
-            handed = _handed_back(payload)
-            if handed is not None:  # a sub-agent run in the foreground gave its result
-                await self._end(f"cc-{handed}")
-            return out
+            return await self._post_tool_use(session, payload)
         if event == "PostToolUseFailure":
             return await self._failed(session, payload)
         if event == "SessionStart":
@@ -237,35 +555,12 @@ class HookEngine:
             return await self._prompt(session, payload)
         return None  # Stop, and events not wired: nothing to do
 
-    async def _agent_stopped(self, root: str, sid: str, payload: dict[str, Any]) -> None:
-        """SubagentStop: the sub-agent is done (its result goes to its parent): its records up
-        to its end are imported (with its parent's transcript), then it ends. One that never
-        ran a tool nor wrote a transcript (Claude Code's own helpers) has no session to end."""
-        top = _as_root(payload)
-        served = await self._serve(root, top)
-        try:
-            await self._transcript(served, top, growing=True)
-        except BaseException:
-            self.served.pop(root, None)
-            raise
-        served.last_seq = self._last_seq(root)
-        await self._end(sid)
-
-    async def _end(self, sid: str) -> None:
-        """End a session of the tree (a sub-agent) unless it has ended: its `end` event and its
-        end time, as `Session.end` writes them."""
-        assert self.writer is not None
-        info = await self.writer.session_info(sid)
-        if info is None or info["ended"] is not None:
-            return
-        now = time.time()
-        await self.writer.append(sid, [Event(ts=now, kind="end")])
-        await self.writer.update_session(sid, ended=now)
-
     # Sessions
 
-    async def _serve(self, sid: str, payload: dict[str, Any]) -> Served:
-        """The session, created on first sight, up to date with the store."""
+    async def _serve(self, sid: str, payload: dict[str, Any], *, others: bool = True) -> Served:
+        """The session, created on first sight, up to date with the store. `others` False: the
+        lane held the tree's lock since the last step, so nobody else wrote it but an import
+        (which takes no lock): only the id counter is brought up to date."""
         assert self.writer is not None
         served = self.served.get(sid)
         if served is None:
@@ -281,11 +576,14 @@ class HookEngine:
             served = Served(session, self._last_seq(sid))
             self.served[sid] = served
             return served
+        if not others:
+            self._others_ids(served)
+            return served
         last = self._last_seq(sid)
         if last != served.last_seq:  # another writer (recall over MCP, an import) wrote
             self._catch_up(served, last)
         else:  # another session of the tree may have taken ids (a sub-agent, a recall)
-            served.session.advance_ids(self._next_rid(sid))
+            self._others_ids(served)
         if served.summary_due is not None:
             self._fill_summary(served)
         return served
@@ -355,20 +653,21 @@ class HookEngine:
             "AND seq > ? AND kind IN ('result', 'compaction') ORDER BY seq",
             (session.id, served.last_seq),
         ).fetchall()
-        session.catch_up((Event.from_row(r[0], r[1], r[2:]) for r in rows),
-                         self._next_rid(session.id))  # fmt: skip
+        session.catch_up((Event.from_row(r[0], r[1], r[2:]) for r in rows), 0)
+        self._others_ids(served)
         served.last_seq = last
 
-    async def _transcript(self, served: Served, payload: dict[str, Any], *,
-                          growing: bool) -> None:  # fmt: skip
+    async def _transcript(self, served: Served, payload: dict[str, Any], *, growing: bool,
+                          trace: Trace, held: _Held | None = None) -> None:  # fmt: skip
         """Import what the transcript gained since the last hook (what the model said before
-        this tool ran, its usage, sub-agents), before this step's own events. The importer
-        skips the results this hook stored. A failure here is recorded and the hook goes on."""
-        path = payload.get("transcript_path")
-        if served.session.id != f"cc-{payload.get('session_id')}" or not isinstance(path, str):
-            return  # a sub-agent's hook: its file is imported with its parent's
-        main = Path(path).expanduser().resolve()
-        if not main.exists():
+        this tool ran, its usage, sub-agents). The importer skips the results this hook stored.
+        A tool call's `held` events go in right after the transcript's record of the call (the
+        importer puts them there: `has`, `put`), so the message that made the call comes
+        before them in the store, as the model went. A failure of the import is recorded and
+        the step goes on."""
+        main = _transcript_of(served, payload)
+        if main is None or not main.exists():  # a sub-agent's hook (its file is imported
+            await self._commit(held, trace)  # with its parent's), or no transcript
             return
         if not is_regular(main):
             # A FIFO, a device, a folder: never opened (an open of a FIFO waits for a writer,
@@ -380,42 +679,198 @@ class HookEngine:
                 failures.record(self.store, "transcript", f"{main} is not a regular file; "
                                 "the transcript is not imported", {"session_id": payload.get(
                                     "session_id")})  # fmt: skip
+            await self._commit(held, trace)
+            return
+        if held is not None and held.key is not None:
+            await _written(main, held.key[1])
+            trace.lap("written")
+        # The import puts the call's events right after its record; when the record did not
+        # come in time (or the import failed), they go in after what the transcript holds.
+        await self._take_transcript(served, main, payload, growing)
+        trace.lap("transcript")
+        await self._commit(held, trace)
+
+    # The calls answered whose events wait for their record (the importer's `HeldCalls`)
+
+    def has(self, session_id: str, call_id: str) -> bool:
+        return (session_id, call_id) in self._held
+
+    async def put(self, session_id: str, call_id: str) -> None:
+        """The importer reached the record of this call: its events go in here, in the
+        import's transaction (confirmed, or put again, once the import step has committed)."""
+        held = self._held[(session_id, call_id)]
+        assert self.writer is not None
+        for sid, events, bodies, fts in held.steps:
+            await self.writer.append(sid, events, bodies, fts_max_chars=fts)
+        held.placed = True
+
+    def _confirm(self) -> None:
+        """After an import step: the calls it put are in the store now (or, its transaction
+        rolled back, to be put again)."""
+        assert self._read is not None
+        for key, held in list(self._held.items()):
+            if not held.placed:
+                continue
+            held.placed = False
+            if self._stored(held):
+                held.steps.clear()
+                del self._held[key]
+
+    async def _commit(self, held: _Held | None, trace: Trace) -> None:
+        """A call's events stored now, unless an import put them already."""
+        if held is None:
+            return
+        if held.key is not None:
+            self._held.pop(held.key, None)
+        if not held.steps:
             return
         assert self.writer is not None
-        await _written(main, payload.get("tool_use_id"))
+        steps, held.steps = held.steps, []
+        for sid, events, bodies, fts in steps:
+            await self.writer.append(sid, events, bodies, fts_max_chars=fts)
+        trace.lap("commit")
+
+    async def _take_transcript(self, served: Served, main: Path, payload: dict[str, Any],
+                               growing: bool) -> None:  # fmt: skip
+        assert self.writer is not None
         try:
             await self._import(served, main, served.session.id, growing)
+            await self._link_agents(served, main)
             for f in sub_agents(main):
                 agent = f.stem.removeprefix("agent-")
                 sid = f"cc-{agent}"
-                # The sub-agent's own hooks write that session too, under the tree's lock that
-                # this step holds; the session made here is a hooked one, so its hooked results
-                # are skipped.
+                # The sub-agent's own hooks write that session too, in this lane, under the
+                # tree's lock it holds; the session made here is a hooked one, so its hooked
+                # results are skipped.
                 if await self.writer.session_info(sid) is None:
                     await self._start(sid, {**payload, "agent_id": agent})
                 await self._import(served, f, sid, growing)
-            served.session.advance_ids(self._next_rid(served.session.id))
+            self._others_ids(served)  # the ids the import took (past the hook's own)
         except Exception as exc:  # the transcript is a bonus; the hook goes on
             from . import failures
 
             failures.record(self.store, "transcript", f"{type(exc).__name__}: {exc}",
                             {"session_id": payload.get("session_id")})  # fmt: skip
             served.importers.clear()
+        finally:
+            self._confirm()
+            self._record_unreached(served)
+
+    def _record_unreached(self, served: Served) -> None:
+        """Claude Code's own records (in the transcript just read) of calls its http hooks did
+        not get an answer for: the engine was not running, or not reachable. The model got
+        Claude Code's own output for those; `ctxview doctor` lists them."""
+        from . import failures
+
+        for importer in served.importers.values():
+            hub = importer.hub
+            if hub is None or not hub.hook_errors:
+                continue
+            found, hub.hook_errors = hub.hook_errors, []
+            for e in found:
+                ours = self._port is not None and f"127.0.0.1:{self._port}" in (
+                    e["error"] + e["command"])  # fmt: skip
+                if not ours:
+                    continue  # another hook of the person's
+                tool = e["hook"].split(":", 1)[1] if ":" in e["hook"] else ""
+                call = e["tool_use_id"] if tool else ""  # else the id of a turn, not a call
+                detail = {k: v for k, v in (("session_id", e["session_id"]), ("tool_name", tool),
+                                            ("tool_use_id", call)) if v}  # fmt: skip
+                failures.record(self.store, e["event"] or "?", f"Claude Code could not reach "
+                                f"the hook engine ({e['error']}): the model got Claude Code's "
+                                "own output", detail)  # fmt: skip
+
+    async def catch_up_open(self) -> None:
+        """At the engine's start: the hooked Claude Code sessions still open whose transcript
+        grew since it was last read (the engine was down: killed, crashed) are read now, so
+        what the calls meanwhile got is stored and each such call is listed for doctor."""
+        assert self._read is not None
+        rows = self._read.execute(
+            "SELECT id, workspace, source_path, data FROM sessions WHERE source = ? AND ended IS "
+            "NULL AND parent_session IS NULL AND source_path IS NOT NULL AND started > ?",
+            (CLAUDE, time.time() - 86400)).fetchall()  # fmt: skip
+        for sid, workspace, source_path, data in rows:
+            info = json.loads(data or "{}")
+            offset = info.get("import", {}).get("offset", 0)
+            if not info.get("hooked") or not sid.startswith("cc-") or (
+                    sid not in self._recovered and _size(source_path) <= (
+                        offset if isinstance(offset, int) else 0)):  # fmt: skip
+                continue
+            payload = {"session_id": sid[3:], "transcript_path": source_path, "cwd": workspace}
+            with contextlib.suppress(Exception):  # each is recorded by the step itself
+                await self.handle("_catch_up", payload)
+        # What a killed engine held and no transcript record came for: stored as it is.
+        for key in [k for k in self._held if k[0] in self._recovered]:
+            lane = self._lanes.get(key[0])
+            if lane is None or lane.worker is None:
+                with contextlib.suppress(Exception):
+                    await self._commit(self._held[key], Trace())
+        self._recovered.clear()
+
+    async def _link_agents(self, served: Served, main: Path) -> None:
+        """Sub-agents the transcript named (its Agent calls' results) and whose own session a
+        hook made meanwhile: linked to their call. The import links one whose session exists
+        when it reads the name; one made by its first hook while that import was under way
+        (Claude Code runs a sub-agent beside its parent) is linked here."""
+        assert self.writer is not None
+        importer = served.importers.get(main)
+        agents = importer.hub.main.data.get("agents", {}) if importer and importer.hub else {}
+        linked = served.extra.setdefault("linked", set())
+        for agent, call in agents.items() if isinstance(agents, dict) else ():
+            if agent in linked or not isinstance(call, str):
+                continue
+            info = await self.writer.session_info(f"cc-{agent}")
+            if info is None:
+                continue  # its first hook will find the link in the parent's data
+            if info["parent_call"] != call:
+                await self.writer.update_session(f"cc-{agent}", parent_session=served.session.id,
+                                                 parent_call=call)  # fmt: skip
+            linked.add(agent)
 
     async def _import(self, served: Served, path: Path, sid: str, growing: bool) -> None:
         assert self.writer is not None
         importer = served.importers.get(path)
         if importer is None:
-            importer = served.importers[path] = FileImporter(self.writer, path)
+            importer = served.importers[path] = FileImporter(self.writer, path, held=self)
             importer.commit_seconds = IMPORT_COMMIT_SECONDS
         elif importer.hub is not None:
-            # Its engine and the hook's share the session's id counter, through the store.
+            # Its engine and the hook's share the tree's id counter, through the store.
             importer.hub.main.session.advance_ids(self._next_rid(sid))
         async with self.writer.batch():
             await importer.step(live=growing)
 
+    async def _reserve(self, served: Served, upto: int) -> None:
+        """The tree's ids below `upto` are this engine's, though the events holding them are
+        stored later: no writer gives them again, whatever happens to those events (a crash, a
+        store gone unwritable). Set in the session's own `next_rid`, which the tree's counter
+        is the largest of (`store.tree.next_rid`). Committed at once; while the writer's import
+        holds the store's lock (a few milliseconds), tried again as soon as it lets go. (Ids
+        reserved ahead instead would leave a gap in the tree's ids whenever the engine is
+        killed.)"""
+        assert self._ids is not None
+        deadline = time.monotonic() + BUSY_MS / 1000
+        while True:
+            try:
+                self._ids.execute("UPDATE sessions SET next_rid = max(next_rid, ?) WHERE id = ?",
+                                  (upto, served.session.id))  # fmt: skip
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.001)
+        served.reserved = max(served.reserved, upto)
+
+    def _others_ids(self, served: Served) -> None:
+        """Ids another writer took (the store's counter past what this engine reserved): the
+        next id this one gives is past them."""
+        taken = self._next_rid(served.session.id)
+        if taken > served.reserved:
+            served.session.advance_ids(taken)
+
     def _next_rid(self, sid: str) -> int:
-        """The next id of `sid`'s tree as stored (`store.tree`)."""
+        """The next id of `sid`'s tree as stored (`store.tree`): reserved ones included."""
         assert self._read is not None
         return tree.next_rid(self._read, tree.root_of(self._read, sid))
 
@@ -699,32 +1154,135 @@ def _names(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
+@dataclass
+class _Lane:
+    """One session tree's steps in this process (the session and its sub-agents: one id
+    counter). They are computed one at a time (`compute`); what comes after a tool call's answer
+    (the transcript, the call's events) is queued and done in order by the lane's worker, which
+    holds the tree's flock (keyed by its root) from the first step until the queue is empty. So
+    the next call of the tree is answered while the last one still waits for Claude Code's
+    record of it, and no other process writes the tree in between (the MCP server's recall
+    waits for that lock)."""
+
+    compute: asyncio.Lock = field(default_factory=asyncio.Lock)
+    work: deque[Callable[[], Awaitable[None]]] = field(default_factory=deque)
+    worker: asyncio.Task[None] | None = None
+    barrier: asyncio.Future[None] | None = None  # the last queued event that is not a call's
+    sessions: set[str] = field(default_factory=set)  # the tree's sessions it served meanwhile
+    _lock: contextlib.AbstractAsyncContextManager[None] | None = None
+
+    async def take(self, store: Path, root: str) -> None:
+        lock = live.session_lock(store, root)
+        await lock.__aenter__()
+        self._lock = lock
+
+    async def give_back(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            await lock.__aexit__(None, None, None)
+
+
+def _fail(answer: asyncio.Future[Any], exc: BaseException) -> None:
+    if not answer.done():
+        answer.set_exception(exc)
+        answer.exception()  # retrieved: a caller that gave up waiting is not warned
+
+
+class _Held:
+    """The writer a tool call's session writes through before the answer: its events are kept
+    here (in order) and stored after the transcript's record of the call; anything else goes
+    to the writer itself."""
+
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        self.steps: list[tuple[str, list[Event], list[Body], int | None]] = []
+        self.key: tuple[str, str] | None = None  # (session, call id) when an import puts them
+        self.placed = False  # put by an import whose step has not been confirmed yet
+
+    batching = False  # the session keeps its context state in step, as for a live write
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._writer, name)
+
+    async def append(self, session_id: str, events: Any, bodies: Any = (), *,
+                     fts_max_chars: int | None = None) -> None:  # fmt: skip
+        self.steps.append((session_id, list(events), list(bodies), fts_max_chars))
+
+    def rids(self) -> list[tuple[str, int]]:
+        return [(sid, e.rid) for sid, events, _, _ in self.steps for e in events
+                if e.kind == "result" and e.rid is not None]  # fmt: skip
+
+
+def _transcript_of(served: Served, payload: dict[str, Any]) -> Path | None:
+    """The transcript a hook imports: its session's own (a sub-agent's is its parent's to
+    import), when the hook names one (it may not exist, or not be a regular file)."""
+    path = payload.get("transcript_path")
+    if served.session.id != f"cc-{payload.get('session_id')}" or not isinstance(path, str):
+        return None
+    return Path(path).expanduser().resolve()
+
+
+def _settle(answer: asyncio.Future[dict[str, Any] | None], out: dict[str, Any] | None) -> None:
+    if not answer.done():  # a caller that gave up waiting cancelled it
+        answer.set_result(out)
+
+
 # Claude Code appends the assistant record that made a call without waiting for the write, so
-# a hook can start before the record is in the file; its call would then be stored before the
-# message that made it.
-_WRITTEN_WAIT = 0.3
+# a hook can start before the record is in the file (on a loaded machine, half a second after
+# the call). The wait runs after the answer (the call does not wait for it), the session's lock
+# held: below the 1.5 s a recall over MCP waits for that lock.
+_WRITTEN_WAIT = 1.2
 _WRITTEN_TAIL = 1 << 18
 
 
-async def _written(path: Path, call_id: Any) -> None:
-    """Wait (briefly, bounded) until the transcript holds the record of the call this hook is
-    for, so the message that made the call is imported before the call's own events."""
+async def _written(path: Path, call_id: Any) -> int | None:
+    """Where the transcript's record of the call this hook is for ends (the byte after its
+    line), waiting (briefly, bounded) for it to be written; None when it does not come (or the
+    hook names no call), and then the transcript is read as it is."""
     if not isinstance(call_id, str) or not call_id:
-        return
-    needle = call_id.encode()
+        return None
     deadline = time.monotonic() + _WRITTEN_WAIT
     while True:
         try:
-            with open_regular(path) as f:
-                size = f.seek(0, os.SEEK_END)
-                f.seek(max(0, size - _WRITTEN_TAIL))
-                if needle in f.read():
-                    return
+            end = _record_end(path, call_id)
         except OSError:
-            return
-        if time.monotonic() >= deadline:
-            return
+            return None
+        if end is not None or time.monotonic() >= deadline:
+            return end
         await asyncio.sleep(0.005)
+
+
+def _record_end(path: Path, call_id: str) -> int | None:
+    """The end of the complete line, in the transcript's tail, of the assistant record holding
+    the tool_use `call_id` (other records name the call too: its result, hook attachments)."""
+    needle = call_id.encode()
+    with open_regular(path) as f:  # never a FIFO: the engine serves every session
+        size = f.seek(0, os.SEEK_END)
+        start = max(0, size - _WRITTEN_TAIL)
+        f.seek(start)
+        tail = f.read()
+    at = tail.find(needle)
+    while at != -1:
+        line_start = tail.rfind(b"\n", 0, at) + 1
+        line_end = tail.find(b"\n", at)
+        if line_end == -1:
+            return None  # its line is not written whole yet
+        if _makes_call(tail[line_start:line_end], call_id):
+            return start + line_end + 1
+        at = tail.find(needle, line_end)
+    return None
+
+
+def _makes_call(line: bytes, call_id: str) -> bool:
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return False
+    content = rec.get("message", {}).get("content") if isinstance(rec, dict) and isinstance(
+        rec.get("message"), dict) else None  # fmt: skip
+    return rec.get("type") == "assistant" and isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == call_id
+        for b in content)  # fmt: skip
 
 
 def _shows_at_most(tool: str) -> int:

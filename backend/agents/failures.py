@@ -59,6 +59,18 @@ def record(store: Path | str | None, event: str, what: str, detail: dict[str, An
     _append(fallback, line, make_folder=False)
 
 
+def describe(exc: BaseException, budget: float) -> str:
+    """What went wrong in a hook's step, in one line (either transport): a step past its
+    `budget`, a failure that says it all (`says_it_all`: its message is the sentence), or the
+    exception's type and message."""
+    if isinstance(exc, TimeoutError):
+        return f"the step took longer than {budget:g} s"
+    text = str(exc)
+    if getattr(exc, "says_it_all", False) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def _append(path: str, line: str, *, make_folder: bool) -> bool:
     try:
         if make_folder:

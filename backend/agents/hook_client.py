@@ -1,6 +1,8 @@
-"""`ctxview hook EVENT`: what Claude Code runs for each hook event. It hands the hook input, as
-the bytes it got, to the resident engine (`daemon.py`, started on first use, one per store) over
-a Unix socket, and prints the engine's answer as it comes.
+"""`ctxview hook EVENT`: the command hook. `ctxview install claude-code` writes it for
+SessionStart only, which starts the resident engine (`daemon.py`, one per store) when none is
+running; every other event is an http hook the engine answers itself (`hook_http.py`), with no
+process started. It hands the hook input, as the bytes it got, to the engine over a Unix socket,
+and prints the engine's answer as it comes (older installs run it for every event; it works).
 
 Every import here is paid on every tool call, so this file runs on its own with the standard
 library's C modules only (`_socket`, `_signal`, `zlib`: no `json`, `socket` or `signal`, whose
@@ -88,6 +90,9 @@ def main(argv: list[str]) -> int:
         store = _store_arg(argv) or _default_store()
         raw = sys.stdin.buffer.read()
         if os.environ.get("CTXVIEW_HOOK_FAIL"):
+            # The engine is started all the same: Claude Code's http hooks then reach it, and
+            # fail there as forced (the header they carry says so).
+            ask(store, "_ping", b"", deadline=start + BUDGET - _MARGIN)
             raise RuntimeError("failure forced by CTXVIEW_HOOK_FAIL")
         answer = ask(store, event, raw, deadline=start + BUDGET - _MARGIN)
         _signal.setitimer(_signal.ITIMER_REAL, 0)
@@ -187,8 +192,10 @@ def stop(store: str | os.PathLike[str], timeout: float = 10.0) -> bool:
         answer = _exchange(_socket_file(os.fspath(store)), b"_shutdown\n", time.monotonic() + 2)
     except OSError:
         return False
-    if answer.isdigit():  # the engine's pid (an engine older than that answers nothing)
-        pid, end = int(answer), time.monotonic() + timeout
+    # The engine's pid and its supervisor's (an older engine answers its own, or nothing).
+    pids = [int(p) for p in answer.split() if p.isdigit()]
+    end = time.monotonic() + timeout
+    for pid in pids:
         while _running(pid):
             if time.monotonic() > end:
                 raise TimeoutError(f"the engine (pid {pid}) did not exit in {timeout:g} s")

@@ -26,6 +26,11 @@ LIMIT 1
 """
 
 
+# The sessions whose lock this process holds now, as (store, session id): an import run inside
+# a hook's step (which holds it) must not wait for it.
+_HELD: set[tuple[str, str]] = set()
+
+
 class LockTimeout(Exception):
     """Another writer held the session's lock for longer than we may wait."""
 
@@ -73,12 +78,77 @@ async def session_lock(
             if time.monotonic() > deadline:
                 raise LockTimeout(f"session {session_id} is locked by another writer")
             await asyncio.sleep(0.005)
+        key = (os.fspath(store), session_id)
+        _HELD.add(key)
         try:
             yield
         finally:
+            _HELD.discard(key)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+class HookPending(Exception):
+    """An import met a result of a hooked session that is not stored, while another process
+    may hold the lock of the session's tree (`root`, the lock the hook engine and the MCP
+    server take for a session and its sub-agents) to store it (Claude Code's hook answers
+    first and stores the call after). The import rolls its chunk back, waits for the lock
+    (holding none of the store's) and reads the chunk again."""
+
+    def __init__(self, store: Path | str, session_id: str, call_id: str,
+                 root: str | None = None) -> None:  # fmt: skip
+        super().__init__(f"the hook may be storing {call_id} in {session_id}")
+        self.store, self.session_id, self.call_id = store, session_id, call_id
+        self.root = root or session_id
+
+    async def wait(self, timeout: float = 5.0) -> None:
+        """Until the call is stored, or nobody holds the tree's lock (a hook would have stored
+        it by then), or `timeout` (Claude Code's own bound on a hook) passed: then its hook
+        failed, and the call is imported as Claude Code sent it."""
+        fd = _open_lock(self.store, self.root)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if _try_lock(fd):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    return
+                if _stored(self.store, self.session_id, self.call_id):
+                    return
+                await asyncio.sleep(0.02)
+        finally:
+            os.close(fd)
+
+
+def _stored(store: Path | str, session_id: str, call_id: str) -> bool:
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(store)}?mode=ro", uri=True, timeout=1)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM events WHERE session = ? AND kind = 'result' AND "
+                            "call_ref = ? LIMIT 1", (session_id, call_id)).fetchone() is not None  # fmt: skip
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def lock_free(store: Path | str, session_id: str) -> bool:
+    """Whether nobody holds the session's lock at this moment (taken and given back at once)."""
+    fd = _open_lock(store, session_id)
+    try:
+        if not _try_lock(fd):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    finally:
+        os.close(fd)
+
+
+def held_here(store: Path | str, session_id: str) -> bool:
+    """Whether this process holds the session's lock now."""
+    return (os.fspath(store), session_id) in _HELD
 
 
 def _open_lock(store: Path | str, session_id: str) -> int:
@@ -111,6 +181,18 @@ async def stored_calls(writer: Any, session_id: str) -> set[str]:
             ).fetchall()
             out.update(r[0] for r in rows)
         return out
+
+    return await on_thread(writer._conn, _query)
+
+
+async def tree_root(writer: Any, session_id: str) -> str:
+    """The session at the top of `session_id`'s tree (`store.tree.root_of`), whose lock is the
+    tree's. Through the writer's own connection."""
+    from ..store import tree
+    from ..store.connect import on_thread
+
+    def _query(conn: sqlite3.Connection) -> str:
+        return tree.root_of(conn, session_id)
 
     return await on_thread(writer._conn, _query)
 

@@ -64,4 +64,6 @@ def run(args: argparse.Namespace) -> int:
     except (InstallError, OSError) as exc:
         raise CliError(str(exc)) from None
     report(plan.changes, written, f"{args.host}: already set up, nothing changed.")
+    for note in getattr(plan, "notes", []):
+        print(note)
     return 0

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..agents.live import next_rid, stored_calls
+from ..agents.live import HookPending, held_here, lock_free, next_rid, stored_calls, tree_root
 from . import api_requests
 from .common import (
     BadRecord,
@@ -56,6 +56,9 @@ _EDITS = {"Edit": "edit", "MultiEdit": "multiedit", "Write": "write"}
 _RENAME = {"Bash": "bash", "Read": "read"}
 _AGENT_TOOLS = ("Task", "Agent")
 _KEEP_MESSAGE_IDS = 64
+# Claude Code's attachment records of a hook that did not answer as a hook should.
+_HOOK_ERRORS = ("hook_non_blocking_error", "hook_error_during_execution", "hook_cancelled",
+                "hook_failed")  # fmt: skip
 
 
 class ClaudeParser:
@@ -123,6 +126,8 @@ class ClaudeParser:
             if kind not in ("user", "assistant"):
                 return
         if kind in _QUIET or kind in api_requests.QUIET_KINDS:
+            if kind == "attachment":
+                self._hook_error(rec)
             self.quiet[kind] = self.quiet.get(kind, 0) + 1
             return
         if kind == "summary":
@@ -147,6 +152,21 @@ class ClaudeParser:
             await self._system(rec, replay, ts)
         else:
             await self._user(rec, replay, ts)
+
+    def _hook_error(self, rec: dict[str, Any]) -> None:
+        """Claude Code's record of a hook that failed (refused, timed out, an error status): kept
+        for the host's hook engine, which records the ones that were its own for `ctxview
+        doctor` (the model got Claude Code's own output then)."""
+        att = rec.get("attachment")
+        if not isinstance(att, dict) or att.get("type") not in _HOOK_ERRORS:
+            return
+        self.hub.hook_errors.append({
+            "session_id": id_text(rec.get("sessionId")) or "",
+            "event": str(att.get("hookEvent") or ""), "hook": str(att.get("hookName") or ""),
+            "tool_use_id": att.get("toolUseID") if isinstance(att.get("toolUseID"), str) else "",
+            "error": str(att.get("stderr") or att.get("error") or att.get("type"))[:500],
+            "command": str(att.get("command") or "")[:500],
+        })  # fmt: skip
 
     async def _session_of(self, rec: dict[str, Any], ts: float) -> Replay:
         """The ctxview session a record belongs to: the file's, or an inline sidechain's."""
@@ -204,6 +224,11 @@ class ClaudeParser:
         self._msg["thinking"].extend(thinking)
         for call_id, name, args in calls:
             self._pending[call_id] = {"name": name, "input": args, "ts": ts, "sid": replay.id}
+        held = self.hub.held
+        for call_id, _, _ in calls if held is not None else ():
+            if held.has(replay.id, call_id):  # the hook answered it: its events go in here
+                await self.flush()  # after the message that made the call
+                await held.put(replay.id, call_id)
 
     async def flush(self) -> bool:
         """Emit the buffered assistant message (the run of split records is over for now);
@@ -354,9 +379,22 @@ class ClaudeParser:
         (backend/agents/claude_hooks.py): the import adds what is around it, never a second."""
         if not target.data.get("hooked"):
             return False
+        if self.hub.held is not None and self.hub.held.has(target.id, call_id):
+            return True  # answered by the hook in this process; its events go in with it
         known = self._hooked.get(target.id)
         if known is None or call_id not in known:  # the hook may have stored it since
             known = self._hooked[target.id] = await stored_calls(self.hub.writer, target.id)
+        store = self.hub.writer.path
+        waited = self.hub.waited
+        if call_id not in known and (target.id, call_id) not in waited:
+            # The hook answers before it stores the call, holding its session tree's lock (the
+            # root's: a sub-agent's calls are under its parent's) from the call's arrival to its
+            # events' commit: read this again once it is stored (or the lock is free). With
+            # nobody holding it, the call's hook failed: imported now.
+            root = await tree_root(self.hub.writer, target.id)
+            if not held_here(store, root) and not lock_free(store, root):
+                waited.add((target.id, call_id))
+                raise HookPending(store, target.id, call_id, root)
         if call_id in known:
             return True
         # Imported here (its hook failed): past the ids the hook took since this import looked.

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..agents.live import next_rid
+from ..agents.live import HookPending, next_rid
 from ..regular_file import read_regular
 from ..session import Session
 from ..store import Writer
@@ -113,6 +113,16 @@ class SourceIds:
                 "unnamed": self.unnamed}  # fmt: skip
 
 
+class HeldCalls(Protocol):
+    """Tool calls a host's hook answered whose events wait to be stored right after the
+    transcript's record of the call (Claude Code's hooks answer first: claude_hooks.py), so the
+    message that made a call comes before its events, as the model went."""
+
+    def has(self, session_id: str, call_id: str) -> bool: ...
+
+    async def put(self, session_id: str, call_id: str) -> None: ...
+
+
 class Hub:
     """The ctxview sessions one file fills: its own, and inline sidechains' (child sessions)."""
 
@@ -121,6 +131,9 @@ class Hub:
         self.path = path
         self.format = fmt
         self.main = main
+        self.held: HeldCalls | None = None  # set by the host's hook engine that imports
+        self.waited: set[tuple[str, str]] = set()  # (session, call) a hook's lock was awaited for
+        self.hook_errors: list[dict[str, Any]] = []  # the host's records of hooks that failed
         self.replays: dict[str, Replay] = {main.id: main}
         self.sessions: set[str] = {main.id}  # every session this hub made or went back to
         self._released: dict[str, dict[str, Any]] = {}
@@ -275,9 +288,11 @@ class FileImporter:
     # the other sessions it serves wait for the store behind it).
     commit_seconds: float = COMMIT_SECONDS
 
-    def __init__(self, writer: Writer, path: Path | str) -> None:
+    def __init__(self, writer: Writer, path: Path | str, held: HeldCalls | None = None) -> None:
         self.writer = writer
         self.path = Path(path).expanduser().resolve()
+        self.held = held  # the hook engine's calls whose events go in after their records
+        self._waited: set[tuple[str, str]] = set()  # kept when the rest is forgotten
         self._forget()
 
     def _forget(self) -> None:
@@ -318,6 +333,15 @@ class FileImporter:
                 report.problems = [p for p in report.problems if p.line <= self._saved_line]
                 await self._rewind_ids()
                 self._forget()
+            except HookPending as pending:
+                # A hook (another process) may be storing a call this chunk met: the chunk is
+                # rolled back, the hook's lock awaited outside any transaction, the chunk read
+                # again (the call then found stored, or imported as Claude Code sent it).
+                report.problems = [p for p in report.problems if p.line <= self._saved_line]
+                await self._rewind_ids()
+                self._forget()
+                await pending.wait()
+                more = True
             except BaseException:
                 await self._rewind_ids()
                 self._forget()  # what was read since the last commit is not in the store
@@ -336,12 +360,15 @@ class FileImporter:
     async def _rewind_ids(self) -> None:
         """The ids the rolled-back rows took go back to their tree's counter (shared with other
         Sessions of the tree on this writer, `Writer.id_space`): the rerun gives them again,
-        as one clean import does. Best effort: a store that fails now is failing anyway."""
+        as one clean import does, unless another writer's step in this process took ids after
+        them (the hook engine answers a call while it imports: `IdSpace.rewind`). Best effort:
+        a store that fails now is failing anyway."""
         if self.hub is None:
             return
         with contextlib.suppress(Exception):
             for replay in list(self.hub.replays.values()):
-                replay.session.ids.rewind(await next_rid(self.writer, replay.id))
+                replay.session.ids.rewind(await next_rid(self.writer, replay.id),
+                                          owner=replay.session.writer)  # fmt: skip
 
     async def _still_current(self) -> None:
         """Run as the write lock is taken: what this chunk read from the store must not have
@@ -491,6 +518,7 @@ class FileImporter:
             if not ids.final:
                 self._ids = ids.provisional()
         self.hub = Hub(self.writer, self.path, fmt, main)
+        self.hub.held, self.hub.waited = self.held, self._waited
         if "last_ts" in state:
             self.hub.last_ts = float(state["last_ts"])
         elif info is not None:

@@ -15,24 +15,44 @@ import sqlite3
 class IdSpace:
     """The next id of a session tree, in memory: every Session of the tree over one writer holds
     the same one (`Writer.id_space`), so ids taken inside a batch (not in the store yet) are
-    never given twice; what other writers took comes in through `advance`."""
+    never given twice; what other writers took comes in through `advance`.
+
+    Each id is taken by an owner (a Session passes its writer: the hook engine's writer of one
+    tool call's held events, `claude_hooks._Held`, is that call's own). Two owners may take ids
+    at once in one process (the hook engine answers a call while the import of the last one's
+    transcript goes on), so a rewind gives back only its owner's trailing ids: never one taken
+    by someone else after it, whose events are not in the store yet."""
 
     def __init__(self, root: str, next_rid: int) -> None:
         self.root = root
         self.next = next_rid
+        self._owner: object = None  # who took the last ids
+        self._run_from = next_rid  # the first of them (no other owner's id, no advance since)
 
     def advance(self, next_rid: int) -> None:
-        self.next = max(self.next, next_rid)
+        if next_rid > self.next:
+            self.next = next_rid
+            self._owner, self._run_from = None, next_rid
 
-    def take(self) -> int:
+    def take(self, owner: object = None) -> int:
+        if owner is None or owner is not self._owner:
+            self._owner, self._run_from = owner, self.next
         rid = self.next
         self.next += 1
         return rid
 
-    def rewind(self, next_rid: int) -> None:
-        """Back to the store's next id after a step that took ids and did not commit (its
-        writer holds the tree's lock, so no other step's ids are in flight): none is skipped."""
-        self.next = next_rid
+    def rewind(self, next_rid: int, owner: object = None) -> None:
+        """Back to the store's next id after a step that took ids and did not commit: none is
+        skipped. With an `owner`, only the ids it took last go back (not below the first id
+        another owner took after, or an advance past); without, every id past `next_rid` does
+        (a writer whose steps are one at a time under the tree's lock: none in flight)."""
+        floor = -1 if owner is None else (self._run_from if owner is self._owner else self.next)
+        target = max(next_rid, floor)
+        if target > self.next:
+            self.advance(target)
+        elif target < self.next:
+            self.next = target
+            self._owner, self._run_from = None, target
 
 
 # Deeper than any agent nests; a cycle in hand-made data stops here too.

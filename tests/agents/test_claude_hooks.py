@@ -507,7 +507,7 @@ def test_the_engine_starts_on_demand_and_stop_ends_it(tmp_path: Path) -> None:
     (tmp_path / "proj").mkdir()
     done, _ = _client(store, json.dumps(bash_input(tmp_path, "ls", "a", "x1")).encode())
     assert b"[#1000]" in done.stdout and socket_path(store).exists()
-    assert len(_engines(store)) == 1
+    assert len(_engines(store)) == 2  # the engine and its supervisor
     _stop(store)
     assert not stop(store)
 

@@ -21,7 +21,7 @@ PROMPT = "sub-agent: list the files"
 def _run(p: Project, *, background: bool, subagent_stop: bool) -> tuple[float, float | None]:
     """The parent's and the sub-agent's end times after one session with one sub-agent."""
     assert p.ctxview("install", "claude-code").returncode == 0
-    settings = p.root / ".claude" / "settings.json"
+    settings = p.root / ".claude" / "settings.local.json"
     if not subagent_stop:  # as installed by a ctxview from before the hook
         data = json.loads(settings.read_text())
         del data["hooks"]["SubagentStop"]

@@ -2,10 +2,13 @@
 it; its path under a regular file): every hook fails at once, prints nothing, and is recorded
 where a record can be written (the user's private socket folder); `ctxview doctor` names the
 store and why, and exits 1. Once the store can be written again, the hooks work again. Through
-the hook command Claude Code runs, against the real engine process."""
+each way Claude Code reaches the real engine process: the http hook it POSTs for every tool call
+(the engine answers `{}`), and the command hook (SessionStart, and every event of an older
+install), which also starts the engine."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import statistics
@@ -16,26 +19,50 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ctxview.backend.agents import failures
+from ctxview.backend.agents import endpoint, failures
 from ctxview.backend.agents.hook_client import stop
 
 CLIENT = Path(__file__).resolve().parents[2] / "backend" / "agents" / "hook_client.py"
 AT_ONCE = 0.050  # seconds a failing hook may take (the median of several, after the first)
 
 
-def _hook(store: Path, cwd: Path, ref: str) -> tuple[bytes, float]:
-    payload = {"session_id": "s1", "cwd": str(cwd), "transcript_path": str(cwd / "none.jsonl"),
-               "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": ref,
-               "tool_input": {"command": "ls"},
-               "tool_response": {"stdout": "a", "stderr": "", "interrupted": False}}  # fmt: skip
+def _payload(cwd: Path, ref: str) -> dict[str, object]:
+    return {"session_id": "s1", "cwd": str(cwd), "transcript_path": str(cwd / "none.jsonl"),
+            "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": ref,
+            "tool_input": {"command": "ls"},
+            "tool_response": {"stdout": "a", "stderr": "", "interrupted": False}}  # fmt: skip
+
+
+def _command(store: Path, cwd: Path, ref: str, event: str = "post-tool-use"
+             ) -> tuple[bytes, float]:  # fmt: skip
+    """The command hook as `ctxview install claude-code` writes it (python -S on the file)."""
     start = time.monotonic()
-    # As `ctxview install claude-code` writes it: python -S on the file.
-    done = subprocess.run([sys.executable, "-S", str(CLIENT), "post-tool-use", "--store",
-                           str(store)], input=json.dumps(payload).encode(), capture_output=True,
+    done = subprocess.run([sys.executable, "-S", str(CLIENT), event, "--store", str(store)],
+                          input=json.dumps(_payload(cwd, ref)).encode(), capture_output=True,
                           timeout=30)  # fmt: skip
     took = time.monotonic() - start
     assert (done.returncode, done.stderr) == (0, b"")
     return done.stdout, took
+
+
+def _http(store: Path, cwd: Path, ref: str) -> tuple[bytes, float]:
+    """The http hook as Claude Code sends it (a POST with the store's secret), timed from the
+    connection to the answer read; its answer as Claude Code reads it (`{}`: nothing to add)."""
+    ep = endpoint.load(store)
+    assert ep is not None
+    start = time.monotonic()
+    conn = http.client.HTTPConnection(endpoint.LOOPBACK, ep.port, timeout=30)
+    try:
+        conn.request("POST", "/hook/PostToolUse", body=json.dumps(_payload(cwd, ref)),
+                     headers={"Content-Type": "application/json",
+                              endpoint.HEADER: ep.secret})  # fmt: skip
+        resp = conn.getresponse()
+        body = resp.read()
+    finally:
+        conn.close()
+    took = time.monotonic() - start
+    assert resp.status == 200
+    return (b"" if body == b"{}" else body), took
 
 
 def _doctor(store: Path, home: Path) -> subprocess.CompletedProcess[str]:
@@ -67,9 +94,15 @@ def undo() -> Iterator[list[Path]]:
             folder.chmod(0o700)
 
 
-@pytest.mark.parametrize("case", ["immutable-empty", "immutable-with-store", "under-a-file"])
+# No http case for a store under a file: nothing can be written beside it, so install makes no
+# endpoint there (and an engine finds none to listen on: Claude Code's http hook is refused at
+# once and keeps its own output).
+@pytest.mark.parametrize(("case", "transport"), [
+    ("immutable-empty", "http"), ("immutable-with-store", "http"),
+    ("immutable-empty", "command"), ("immutable-with-store", "command"),
+    ("under-a-file", "command")])  # fmt: skip
 def test_an_unwritable_store_fails_each_hook_at_once_and_says_so(
-    tmp_path: Path, undo: list[Path], case: str
+    tmp_path: Path, undo: list[Path], case: str, transport: str
 ) -> None:
     cwd, home = tmp_path / "proj", tmp_path / "home"
     cwd.mkdir()
@@ -80,30 +113,40 @@ def test_an_unwritable_store_fails_each_hook_at_once_and_says_so(
     if case == "under-a-file":
         (tmp_path / "file").write_text("not a folder\n")
         store = tmp_path / "file" / "store.db"
-    elif case == "immutable-with-store":
-        out, _ = _hook(store, cwd, "w0")  # a store made, its engine stopped (WAL folded in)
-        assert b"[#1000]" in out
-        assert stop(store)
+    else:
+        endpoint.ensure(store)  # as install makes it, beside the store
+        if case == "immutable-with-store":
+            out, _ = _command(store, cwd, "w0")  # a store made, its engine stopped (WAL in)
+            assert b"[#1000]" in out
+            assert stop(store)
+    hook = _http if transport == "http" else _command
     try:
         if case != "under-a-file":
             _lock(folder, undo)
         took: list[float] = []
+        if transport == "http":  # SessionStart's command starts the engine (and fails too)
+            out, first = _command(store, cwd, "start", "session-start")
+            assert out == b""
         for i in range(8):
-            out, secs = _hook(store, cwd, f"x{i}")
+            out, secs = hook(store, cwd, f"x{i}")
             assert out == b""  # Claude Code keeps its own output
             took.append(secs)
-        median = statistics.median(took[1:])  # the first starts the engine
-        print(f"{case}: first {took[0] * 1000:.0f} ms, then median {median * 1000:.1f} ms, max "
-              f"{max(took[1:]) * 1000:.1f} ms; load {os.getloadavg()[0]:.1f}")  # fmt: skip
-        assert median <= AT_ONCE and max(took[1:]) < 0.5, took
+        if transport == "command":
+            first, took = took[0], took[1:]  # the first starts the engine
+        median = statistics.median(took)
+        print(f"{case}, {transport}: first {first * 1000:.0f} ms, then median "
+              f"{median * 1000:.1f} ms, max {max(took) * 1000:.1f} ms; load "
+              f"{os.getloadavg()[0]:.1f}")  # fmt: skip
+        assert median <= AT_ONCE and max(took) < 0.5, took
         recorded = [f for f in failures.read(store) if f.get("tool_use_id", "").startswith("x")]
         assert len(recorded) == 8
         assert all(str(store) in f["error"] for f in recorded), recorded[-1]
         doctor = _doctor(store, home)
         assert doctor.returncode == 1
         assert f"store: {store}\n  cannot be opened for writing: " in doctor.stdout
-        # The engine's own failure to open the store, and each hook's.
-        assert "hook failures: 9 recorded" in doctor.stdout, doctor.stdout
+        # The engine's own failure to open the store, and each hook's (SessionStart's too).
+        n = 9 + (transport == "http")
+        assert f"hook failures: {n} recorded" in doctor.stdout, doctor.stdout
     finally:
         for folder_ in undo:
             if os.geteuid() == 0:
@@ -114,7 +157,7 @@ def test_an_unwritable_store_fails_each_hook_at_once_and_says_so(
     if case != "under-a-file":  # writable again: the engine opens it on a later hook
         deadline = time.monotonic() + 30
         while True:
-            out, _ = _hook(store, cwd, "again")
+            out, _ = hook(store, cwd, "again")
             if out or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
