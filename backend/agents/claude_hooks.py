@@ -321,8 +321,8 @@ class HookEngine:
                 trace.lap("lock")
                 if event not in PER_CALL:
                     lane.work.append(functools.partial(self._whole, lane, root, sid, event,
-                                                       payload, trace, answer, done,
-                                                       not busy))  # fmt: skip
+                                                       payload, trace, answer,
+                                                       done))  # fmt: skip
                     lane.barrier = done
                     queued = True
                     return
@@ -331,7 +331,10 @@ class HookEngine:
                     # first (Claude Code waits for those anyway): its compaction counts here.
                     await asyncio.shield(lane.barrier)
                 try:
-                    served = await self._serve(sid, payload, others=not busy)
+                    # What another process wrote in this session is taken in unless the lane
+                    # has served it since it took the tree's lock (the lock may have been taken
+                    # for another session of the tree).
+                    served = await self._serve(sid, payload, others=sid not in lane.sessions)
                 except BaseException:
                     self.served.pop(sid, None)
                     raise
@@ -443,6 +446,8 @@ class HookEngine:
             if handed is not None:
                 await self._end(f"cc-{handed}")
         except Exception as exc:  # the model has the answer: recorded, not raised
+            with contextlib.suppress(Exception):  # its events still go in, after what is there
+                await self._commit(held, trace)
             if held.key is not None:
                 self._held.pop(held.key, None)
             self.served.pop(sid, None)
@@ -454,8 +459,8 @@ class HookEngine:
 
     async def _whole(self, lane: _Lane, root: str, sid: str, event: str,
                      payload: dict[str, Any], trace: Trace,
-                     answer: asyncio.Future[dict[str, Any] | None], done: asyncio.Future[None],
-                     others: bool) -> None:  # fmt: skip
+                     answer: asyncio.Future[dict[str, Any] | None], done: asyncio.Future[None]
+                     ) -> None:  # fmt: skip
         """Another event (SessionStart, UserPromptSubmit, PreCompact, Stop, SubagentStop,
         SessionEnd): answered once done, after every tool call before it has its events
         stored."""
@@ -463,10 +468,10 @@ class HookEngine:
         served: Served | None = None
         try:
             if event == "SubagentStop":
-                served = await self._agent_stopped(lane, root, sid, payload, trace, others)
+                served = await self._agent_stopped(lane, root, sid, payload, trace)
                 out = None
             else:
-                served = await self._serve(sid, payload, others=others)
+                served = await self._serve(sid, payload, others=sid not in lane.sessions)
                 lane.sessions.add(sid)
                 trace.lap("catch_up")
                 await self._transcript(served, payload, growing=event != "SessionEnd",
@@ -486,12 +491,12 @@ class HookEngine:
             done.set_result(None)
 
     async def _agent_stopped(self, lane: _Lane, root: str, sid: str, payload: dict[str, Any],
-                             trace: Trace, others: bool) -> Served:  # fmt: skip
+                             trace: Trace) -> Served:  # fmt: skip
         """SubagentStop: the sub-agent is done (its result goes to its parent): its records up
         to its end are imported (with its parent's transcript), then it ends. One that never
         ran a tool nor wrote a transcript (Claude Code's own helpers) has no session to end."""
         top = _as_root(payload)
-        served = await self._serve(root, top, others=others)
+        served = await self._serve(root, top, others=root not in lane.sessions)
         lane.sessions.add(root)
         trace.lap("catch_up")
         await self._transcript(served, top, growing=True, trace=trace)
@@ -559,8 +564,8 @@ class HookEngine:
 
     async def _serve(self, sid: str, payload: dict[str, Any], *, others: bool = True) -> Served:
         """The session, created on first sight, up to date with the store. `others` False: the
-        lane held the tree's lock since the last step, so nobody else wrote it but an import
-        (which takes no lock): only the id counter is brought up to date."""
+        lane has held the tree's lock since it last served this session, so nobody else wrote
+        it but an import (which takes no lock): only the id counter is brought up to date."""
         assert self.writer is not None
         served = self.served.get(sid)
         if served is None:
@@ -1275,7 +1280,7 @@ def _record_end(path: Path, call_id: str) -> int | None:
 
 def _makes_call(line: bytes, call_id: str) -> bool:
     try:
-        rec = json.loads(line)
+        rec = parse_line(line)  # no depth raises (a deeper line is not the call's record)
     except ValueError:
         return False
     content = rec.get("message", {}).get("content") if isinstance(rec, dict) and isinstance(

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 from claude_helpers import Project, needs_claude, project
+from ctxview.backend.agents import hook_trace
 from fake_anthropic import FakeAnthropic
 
 pytestmark = [needs_claude, pytest.mark.e2e]
@@ -52,9 +54,26 @@ def _run(p: Project, *, background: bool, subagent_stop: bool) -> tuple[float, f
     return rows[sid], rows[agent]
 
 
+def _traced(store: Path, event: str) -> list[dict[str, object]]:
+    """The engine's traces of `event`, once its idle loop has saved them (every 0.2 s)."""
+    deadline = time.monotonic() + 10
+    while not (found := [t for t in hook_trace.read(store) if t.get("event") == event]):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return found
+
+
 def test_a_background_sub_agent_ends_at_its_subagent_stop(tmp_path: Path) -> None:
     with project(tmp_path) as p:
         parent, agent = _run(p, background=True, subagent_stop=True)
+        # Installed as an http hook: Claude Code 2.1.328 POSTs SubagentStop to the engine (as
+        # it does every event but SessionStart), so it costs no process start either.
+        settings = json.loads((p.root / ".claude" / "settings.local.json").read_text())
+        (entry,) = [h for g in settings["hooks"]["SubagentStop"] for h in g["hooks"]]
+        assert entry["type"] == "http", entry
+        stops = _traced(p.store, "SubagentStop")
+        assert stops and all(t["transport"] == "http" and not t.get("error") for t in stops)
     assert agent is not None and agent < parent  # before the parent's SessionEnd
 
 

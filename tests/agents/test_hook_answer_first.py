@@ -132,3 +132,25 @@ async def test_an_import_beside_the_hook_waits_for_the_calls_events(engine, tmp_
     _, err = await asyncio.wait_for(other.communicate(), 60)
     assert other.returncode == 0, err
     assert [rid for k, _, rid in _events(engine.store) if k == "result"] == [0x1000]
+
+
+async def test_a_deep_line_naming_the_call_never_loses_its_events(engine, tmp_path):
+    """A transcript line nested 100,000 levels deep that names the call (hostile, or a tool's
+    odd output) is passed over by the wait for the call's record (no depth raises): the call's
+    events are stored once, after the record that made it."""
+    transcript = tmp_path / f"{SID}.jsonl"
+    prompt, call, result = bash_turn(SID, tmp_path / "proj", "list files", "")
+    deep = "[" * 100_000 + '"toolu_1"' + "]" * 100_000
+    transcript.write_text(_lines([prompt]) + f'{{"type": "user", "x": {deep}}}\n')
+    out = await engine.respond("PostToolUse", _hook(tmp_path, transcript, "toolu_1", "a.py"))
+    shown = out["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
+    assert shown == "[#1000]\na.py"
+    result["message"]["content"][0]["content"] = shown
+    result["toolUseResult"]["stdout"] = shown
+    with transcript.open("a") as f:
+        f.write(_lines([call, result]))
+    await engine.settled()
+    kinds = [(k, r) for k, r, _ in _events(engine.store) if k in ("message", "call", "result")]
+    assert kinds == [("message", "user"), ("message", "assistant"), ("call", None),
+                     ("result", None)], kinds  # fmt: skip
+    assert [rid for k, _, rid in _events(engine.store) if k == "result"] == [0x1000]

@@ -56,10 +56,13 @@ def test_a_deep_input_is_recorded_when_even_its_failure_is_too_deep_to_parse(
     """What the hook client records when it cannot reach the engine (here: forced) names the
     session, tool and call of an input json cannot parse."""
     store = tmp_path / "store.db"
-    done = subprocess.run([sys.executable, "-m", "ctxview.backend.agents.hook_client",
-                           "post-tool-use", "--store", str(store)],
-                          input=_raw(tmp_path, "d3", 100_000), capture_output=True, timeout=30,
-                          env={**os.environ, "CTXVIEW_HOOK_FAIL": "1"})  # fmt: skip
+    try:
+        done = subprocess.run([sys.executable, "-m", "ctxview.backend.agents.hook_client",
+                               "post-tool-use", "--store", str(store)],
+                              input=_raw(tmp_path, "d3", 100_000), capture_output=True,
+                              timeout=30, env={**os.environ, "CTXVIEW_HOOK_FAIL": "1"})  # fmt: skip
+    finally:
+        stop(store)  # the hook started the engine (it fails the call itself)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     (found,) = failures.read(store)
     assert (found["event"], found["tool_use_id"], found["session_id"]) == (
