@@ -128,3 +128,29 @@ async def test_a_parents_and_its_sub_agents_calls_never_share_an_id(
     sessions = {ref: f"cc-{agent or SID}" for ref, agent in calls}
     assert sorted(stored) == sorted((sessions[ref], rid) for (ref, _), rid in zip(calls, given,
                                                                                    strict=True))
+
+
+async def test_a_call_that_fails_before_its_answer_gives_its_id_back_to_the_tree(
+    engine: HookEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sub-agent's call whose ids could not be made durable (the store stayed locked past the
+    budget) fails before its answer (Claude Code keeps its own output): the id it took goes back
+    to the tree's counter, so the parent's next call gets it, and nothing is stored twice."""
+    transcript = await _started(engine, tmp_path)
+    real = engine._reserve
+    fails = [True]
+
+    async def locked(*args: Any, **kw: Any) -> None:
+        if fails.pop(0) if fails else False:
+            raise sqlite3.OperationalError("database is locked")
+        await real(*args, **kw)
+
+    monkeypatch.setattr(engine, "_reserve", locked)
+    with pytest.raises(sqlite3.OperationalError):
+        await engine.respond("PostToolUse", _bash(tmp_path, transcript, "s1", "x", AGENT))
+    out = await engine.respond("PostToolUse", _bash(tmp_path, transcript, "p1", "y"))
+    assert out["hookSpecificOutput"]["updatedToolOutput"]["stdout"] == "[#1000]\ny"
+    out = await engine.respond("PostToolUse", _bash(tmp_path, transcript, "s2", "z", AGENT))
+    assert out["hookSpecificOutput"]["updatedToolOutput"]["stdout"] == "[#1001]\nz"
+    await engine.settled()
+    assert _results(engine.store) == [(f"cc-{SID}", 0x1000), (f"cc-{AGENT}", 0x1001)]
