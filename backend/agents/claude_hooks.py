@@ -263,8 +263,8 @@ class HookEngine:
                       ) -> dict[str, Any] | None:  # fmt: skip
         """The hook's JSON output as soon as it is known. For a tool call that is before the
         transcript is read: taking in what the model said before the call and storing the
-        call's events after it go on in the session's lane (`_Lane`), which holds the session's
-        lock until they are done, so another process's step of this session waits for them."""
+        call's events after it go on in the session tree's lane (`_Lane`), which holds the
+        tree's lock until they are done, so another process's step in the tree waits for them."""
         answer, _ = self._begin(event, payload, trace or Trace())
         return await asyncio.shield(answer)
 
@@ -327,8 +327,9 @@ class HookEngine:
                     queued = True
                     return
                 if lane.barrier is not None and not lane.barrier.done():
-                    # A SessionStart, PreCompact, Stop or SessionEnd before this call is done
-                    # first (Claude Code waits for those anyway): its compaction counts here.
+                    # Another event before this call (SessionStart, UserPromptSubmit, PreCompact,
+                    # Stop, SubagentStop, SessionEnd) is done first (Claude Code waits for those
+                    # anyway): a compaction counts here.
                     await asyncio.shield(lane.barrier)
                 try:
                     # What another process wrote in this session is taken in unless the lane
