@@ -1452,4 +1452,3 @@ def _compact_summary(transcript: Any, start: int = 0) -> str:
         if isinstance(content, list):
             return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
     return ""
-

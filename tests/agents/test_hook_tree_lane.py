@@ -71,8 +71,10 @@ async def _started(engine: HookEngine, tmp_path: Path) -> Path:
     transcript = tmp_path / f"{SID}.jsonl"
     prompt, _, _ = bash_turn(SID, tmp_path / "proj", "use an agent", "")
     transcript.write_text(json.dumps(prompt) + "\n")
-    await engine.handle("SessionStart", _base(tmp_path, transcript, None,
-                                              hook_event_name="SessionStart", source="startup"))
+    await engine.handle(
+        "SessionStart",
+        _base(tmp_path, transcript, None, hook_event_name="SessionStart", source="startup"),
+    )
     return transcript
 
 
@@ -95,8 +97,9 @@ async def test_a_sub_agents_call_on_a_busy_lane_takes_in_what_another_process_wr
         other = await Session.resume(w, f"cc-{AGENT}")
         got = await other.run("read", {"path": "f.py"})
     assert got.startswith("[#1001 f.py lines 1-2 of 2 sha "), got
-    parent = asyncio.create_task(engine.respond("PostToolUse",
-                                                _bash(tmp_path, transcript, "p1", "y")))
+    parent = asyncio.create_task(
+        engine.respond("PostToolUse", _bash(tmp_path, transcript, "p1", "y"))
+    )
     assert (await parent)["hookSpecificOutput"]["updatedToolOutput"]["stdout"].startswith(
         "[#1002]")  # fmt: skip
     lane = engine._lanes[f"cc-{SID}"]
@@ -106,8 +109,12 @@ async def test_a_sub_agents_call_on_a_busy_lane_takes_in_what_another_process_wr
     shown = out["hookSpecificOutput"]["updatedToolOutput"]["file"]["content"]
     assert "Unchanged since #1001" in shown, shown
     await engine.settled()
-    assert _results(engine.store) == [(f"cc-{AGENT}", 0x1000), (f"cc-{AGENT}", 0x1001),
-                                      (f"cc-{SID}", 0x1002), (f"cc-{AGENT}", 0x1003)]
+    assert _results(engine.store) == [
+        (f"cc-{AGENT}", 0x1000),
+        (f"cc-{AGENT}", 0x1001),
+        (f"cc-{SID}", 0x1002),
+        (f"cc-{AGENT}", 0x1003),
+    ]
 
 
 async def test_a_parents_and_its_sub_agents_calls_never_share_an_id(
@@ -126,8 +133,9 @@ async def test_a_parents_and_its_sub_agents_calls_never_share_an_id(
     stored = _results(engine.store)
     assert sorted(rid for _, rid in stored) == sorted(given)
     sessions = {ref: f"cc-{agent or SID}" for ref, agent in calls}
-    assert sorted(stored) == sorted((sessions[ref], rid) for (ref, _), rid in zip(calls, given,
-                                                                                   strict=True))
+    assert sorted(stored) == sorted(
+        (sessions[ref], rid) for (ref, _), rid in zip(calls, given, strict=True)
+    )
 
 
 async def test_a_call_that_fails_before_its_answer_gives_its_id_back_to_the_tree(
