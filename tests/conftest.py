@@ -31,14 +31,27 @@ settings.register_profile(
 )
 settings.load_profile("ctxview")
 
-_PLACES = own_places(dict(os.environ))  # the user's own, from the environment we were given
+# The user's own, from the environment we were given; ctxview's (small) is listed after each test.
+_STATE, _AGENTS = own_places(dict(os.environ))
+_PLACES = _STATE + _AGENTS
 _BEFORE: Listing = {}
+_STATE_NOW: Listing = {}
+_DURING: list[str] = []  # the tests after which the user's ctxview state had changed
 _HOME = Path(tempfile.mkdtemp(prefix="ctxview-suite-home-"))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     _BEFORE.update(listing(_PLACES))
+    _STATE_NOW.update(listing(_STATE))
     isolate(os.environ, _HOME)
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    now = listing(_STATE)
+    if now != _STATE_NOW:
+        _DURING.append(nodeid)
+        _STATE_NOW.clear()
+        _STATE_NOW.update(now)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -49,6 +62,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         text = "the run changed the user's own files: " + ", ".join(changed[:20])
+        if _DURING:
+            text += "; the ctxview state changed during " + ", ".join(_DURING[:10])
         if reporter is not None:
             reporter.write_line(text, red=True, bold=True)
         else:

@@ -16,17 +16,18 @@ _UNSET_PREFIXES = ("CTXVIEW_", "CLAUDE_", "CLAUDECODE", "CODEX_", "ANTHROPIC_", 
 Listing = dict[str, tuple[int, int] | None]  # path -> (size, mtime in ns); None: a folder
 
 
-def own_places(env: Mapping[str, str]) -> list[Path]:
-    """Where the user's own ctxview state, Claude Code and Codex files are, by `env`."""
+def own_places(env: Mapping[str, str]) -> tuple[list[Path], list[Path]]:
+    """Where the user's own files are, by `env`: ctxview's (its state folders, the store that
+    CTXVIEW_STORE names) and the agents' (Claude Code's and Codex's folders)."""
     home = Path(env.get("HOME") or Path.home())
     state = Path(env["XDG_STATE_HOME"]) if env.get("XDG_STATE_HOME") else home / ".local" / "state"
-    places = [home / ".local" / "state" / "ctxview", state / "ctxview",
-              Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude"),
-              Path(env.get("CODEX_HOME") or home / ".codex")]  # fmt: skip
+    ctxview = [home / ".local" / "state" / "ctxview", state / "ctxview"]
     if env.get("CTXVIEW_STORE"):
         store = Path(env["CTXVIEW_STORE"]).expanduser()
-        places += [store.parent / f"{store.name}{end}" for end in ("", "-wal", "-shm")]
-    return sorted({p.expanduser() for p in places})
+        ctxview += [store.parent / f"{store.name}{end}" for end in ("", "-wal", "-shm")]
+    agents = [Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude"),
+              Path(env.get("CODEX_HOME") or home / ".codex")]  # fmt: skip
+    return sorted({p.expanduser() for p in ctxview}), sorted({p.expanduser() for p in agents})
 
 
 def listing(places: list[Path]) -> Listing:

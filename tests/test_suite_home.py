@@ -78,3 +78,4 @@ def test_a_run_that_changes_the_users_files_fails_saying_which(tmp_path: Path) -
     assert "1 passed" in done.stdout
     store = user / ".local" / "state" / "ctxview" / "store.db"
     assert f"the run changed the user's own files: {store}" in done.stdout
+    assert "changed during test_inner.py::test_writes_the_users_own_store" in done.stdout
