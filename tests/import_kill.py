@@ -1,9 +1,10 @@
 """SIGKILL rounds against real `ctxview import` and `ctxview follow` processes: each round starts
-the command on a big transcript, kills it with SIGKILL at a random moment, and the next round
-starts it again; at the end it runs to completion, and the store is compared whole (every
+the command on a big transcript, kills it with SIGKILL at a random point of its work (an import
+once it has read past a random point of the file, a follow after random appends), and the next
+round starts it again; at the end it runs to completion, and the store is compared whole (every
 session, event and body, see import_compare.py) with one clean import of the same file.
 
-Used by tests/test_import_resume.py (a fixed seed, a fixed number of rounds) and
+Used by tests/test_import_kill.py (a fixed seed, a fixed number of rounds) and
 bench/import_kill.py (longer)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import random
 import re
+import select
 import signal
 import sqlite3
 import subprocess
@@ -21,7 +23,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxview.backend.importers.runner import COMMIT_SECONDS
 from import_compare import counts, differences, dump
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,6 +113,7 @@ def import_offset(store: Path, source: Path) -> int:
 class Rounds:
     rounds: int = 0
     mid_import: int = 0  # kills that left the file partly imported
+    offsets: list[int] = field(default_factory=list)  # the committed offset after each kill
     clean_seconds: float = 0.0
     clean_counts: dict[str, int] = field(default_factory=dict)
     killed_counts: dict[str, int] = field(default_factory=dict)
@@ -126,38 +128,60 @@ def clean_import(store: Path, source: Path) -> float:
 
 
 def kill_import(work: Path, source: Path, rounds: int, seed: int) -> Rounds:
-    """`ctxview import` killed `rounds` times at random moments, then run to its end."""
+    """`ctxview import` killed `rounds` times at random points of the file, then run to its end."""
     rng = random.Random(seed)
     clean, killed = work / "clean.db", work / "killed.db"
     out = Rounds()
     out.clean_seconds = clean_import(clean, source)
     size = source.stat().st_size
-    for _ in range(rounds):
-        proc = subprocess.Popen(command(killed, "import", str(source)), env=_env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        # Timed by the run's progress, not the clock (an idle machine finished runs that a
-        # sleep scaled from the clean import's time meant to cut): once it has committed once,
-        # or twice, a moment into its next transaction, which lasts COMMIT_SECONDS.
-        for _commit in range(rng.randint(1, 2)):
-            _wait_commit(proc, killed, source)
-        time.sleep(rng.uniform(0.0, 0.8 * COMMIT_SECONDS))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    # Where each kill lands is a point of the file, not a moment: drawn at random, in order, all
+    # short of the last fifth (read to its end, a run commits and leaves nothing to redo). A kill
+    # timed by commits or the clock counted luck: an idle machine read the file in a few
+    # commits, so most rounds found it done (2 kills of 10 mid-import, 4 runs of 4).
+    for point in sorted(int(rng.uniform(0.0, 0.8) * size) for _ in range(rounds)):
+        start = import_offset(killed, source)
+        proc = subprocess.Popen(command(killed, "import", "--progress", str(source)), env=_env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        try:
+            # Past the point (or, resumed beyond it, a first line read): mid-transaction, what it
+            # read since its last commit is lost, and whatever it committed is resumed from.
+            _read_past(proc, max(point - start, 1))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            assert proc.stderr is not None
+            proc.stderr.close()
         out.rounds += 1
-        out.mid_import += import_offset(killed, source) < size
+        out.offsets.append(import_offset(killed, source))
+        out.mid_import += out.offsets[-1] < size
     clean_import(killed, source)
     out.clean_counts, out.killed_counts = counts(clean), counts(killed)
     out.differences = differences(dump(clean), dump(killed))
     return out
 
 
-def _wait_commit(proc: subprocess.Popen, store: Path, source: Path, timeout: float = 120) -> None:
-    """Until `proc` has committed once more (the import offset moved) or has ended."""
-    before = import_offset(store, source)
-    deadline = time.monotonic() + timeout  # only a hang takes this long
-    while (proc.poll() is None and import_offset(store, source) == before
-           and time.monotonic() < deadline):  # fmt: skip
-        time.sleep(0.01)
+_PROGRESS = re.compile(rb"(\d+\.\d)/\d+\.\d MB")
+
+
+def _read_past(proc: subprocess.Popen, nbytes: int, timeout: float = 120) -> None:
+    """Until `proc`'s progress bar (`import --progress`) says it has read `nbytes` this run, or
+    it has ended (only a hang takes `timeout`). The bar shows tenths of a MB, redrawn each 0.1 s
+    of reading."""
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    deadline = time.monotonic() + timeout
+    tail = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return  # it ended
+        tail = (tail + chunk)[-4096:]
+        shown = _PROGRESS.findall(tail)
+        if shown and float(shown[-1]) * 1e6 + 50_000 >= nbytes:  # tenths: rounded to 0.05 MB
+            return
 
 
 def _wait_offset(store: Path, source: Path, size: int, timeout: float) -> bool:
@@ -258,8 +282,10 @@ def kill_follow(work: Path, full: Path, rounds: int, seed: int, backlog: float =
             proc.kill()
             proc.wait()
             said.close()
-            raise AssertionError("the restarted follow did not stop within 60 s of ^C; it said:\n"
-                                 + "".join(said.lines)) from None
+            raise AssertionError(
+                "the restarted follow did not stop within 60 s of ^C; it said:\n"
+                + "".join(said.lines)
+            ) from None
         said.close()
     if not finished:
         out.differences = ["the restarted follow never reached the end of the file"]

@@ -10,18 +10,15 @@ from pathlib import Path
 
 import pytest
 from import_compare import grown, line_ends
+from realdata import REALDATA, imported_transcripts
 
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 pytestmark = [
     pytest.mark.realdata,
     pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not here"),
 ]
 
 
-def transcripts() -> list[Path]:
-    if not REALDATA.is_dir():
-        return []
-    return sorted(REALDATA.rglob("*.jsonl"), key=lambda p: (p.name.startswith("agent-"), str(p)))
+transcripts = imported_transcripts
 
 
 def cuts_for(data: bytes) -> list[list[int]]:

@@ -14,16 +14,15 @@ from ctxview.backend.importers.detect import CLAUDE, detect
 from ctxview.backend.importers.runner import import_file
 from ctxview.backend.store import Reader, Writer
 from ctxview.backend.store.records import Event, SessionRow
+from realdata import REALDATA, imported_transcripts
 
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 pytestmark = [
     pytest.mark.realdata,
     pytest.mark.skipif(not REALDATA.is_dir(), reason="../shared/realdata is not here"),
 ]
 
 
-def transcripts() -> list[Path]:
-    return sorted(REALDATA.rglob("*.jsonl"), key=lambda p: (p.name.startswith("agent-"), str(p)))
+transcripts = imported_transcripts
 
 
 def records(path: Path) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 from ctxview.backend.store import Reader, StoreError
 from ctxview.backend.store.connect import identity
 from textual.app import App
-from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.driver import Driver
@@ -196,17 +195,6 @@ class CtxviewApp(App[None]):
         await self.push_screen(self.first_screen())
 
     # Navigation
-
-    def pop_screen(self) -> AwaitComplete:
-        """The top screen's work is cancelled before the screen goes. A screen being removed
-        loses its children before its workers, and a worker that woke in between and looked for
-        one (the status line, the list's table) raised NoMatches and stopped the app. Every
-        screen here is pushed as a new one, so none comes back to find its work gone."""
-        if len(self.screen_stack) > 1:
-            top = self.screen_stack[-1]
-            for node in (top, *top.walk_children()):
-                self.workers.cancel_node(node)
-        return super().pop_screen()
 
     async def on_open_session(self, message: OpenSession) -> None:
         from .screens.transcript import TranscriptScreen

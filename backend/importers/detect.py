@@ -31,6 +31,11 @@ _PEEK_LINES = 20
 _PEEK_BYTES = 256 << 20
 
 
+# What `classify` says of a record of another agent's that looks like one of ours: the file is
+# neither, whatever its later lines look like.
+FOREIGN = "foreign"
+
+
 class NotTranscript(Exception):
     """The file is neither format; the message is one sentence."""
 
@@ -42,6 +47,9 @@ def classify(record: Any) -> str | None:
     if record.get("type") == "export" and record.get("format") == EXPORT:
         return EXPORT
     kind = record.get("type")
+    message = record.get("message")
+    if isinstance(message, dict) and "parts" in message and "content" not in message:
+        return FOREIGN  # Gemini's message shape (Qwen Code writes it in Claude Code-like records)
     if isinstance(kind, str):
         if kind in _CODEX_TYPES and "payload" in record:
             return CODEX
@@ -50,8 +58,11 @@ def classify(record: Any) -> str | None:
             return CLAUDE
         if kind in _CLAUDE_TYPES and kind not in ("user", "assistant", "system"):
             return CLAUDE
-        if kind in _CODEX_ITEMS and "uuid" not in record:
-            return CODEX  # a bare ResponseItem of the legacy Codex layout
+        if kind in _CODEX_ITEMS and "uuid" not in record and (
+                kind != "message" or "role" in record):  # fmt: skip
+            # A bare ResponseItem of the legacy Codex layout (a message carries its role at
+            # the top; pi's `{"type": "message", "message": {...}}` is not one).
+            return CODEX
     if "record_type" in record:
         return CODEX  # legacy Codex: {"record_type": "state"}
     if "id" in record and "timestamp" in record and ("instructions" in record or "git" in record):
@@ -81,10 +92,10 @@ def detect(path: Path) -> str | None:
                 continue
             seen_json = True
             found = classify(record)
+            if found == FOREIGN:
+                break
             if found:
                 return found
-        else:
-            pass
         empty = f.tell() == 0
     if empty:
         return None

@@ -192,7 +192,8 @@ def test_each_demo_tab_removes_its_temporary_folders(tmp_path: Path) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp)}
-    with Served("serve", "--demo", "--pace", "0", env=env) as served:
+    store = str(tmp_path / "demo.db")  # its own, never the user's
+    with Served("--store", store, "serve", "--demo", "--pace", "0", env=env) as served:
 
         async def one_tab() -> None:
             async with aiohttp.ClientSession() as http:

@@ -31,7 +31,9 @@ async def test_hidden_list_does_not_reload_and_catches_up_when_shown(tmp_path: P
             await pilot.press("enter")
             await ready(pilot)
             assert app.screen is not screen
-            await pilot.pause(0.5)  # a reload asked before the transcript opened has run
+            # A reload asked before the transcript opened has run (waited for: after a fixed
+            # half second, a slow one would be counted below).
+            await wait_for(pilot, lambda: not screen._reloading)
 
             # Count the list's queries and the watcher's notifications from here on (the real
             # reader and watcher, their calls counted on the way through).

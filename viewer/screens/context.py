@@ -16,14 +16,14 @@ from ctxview.backend.store.records import Event
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Static
 
 from ..widgets.footer import KeysFooter as Footer
 from ..widgets.wrapped_text import WrappedText
+from .teardown import CtxviewScreen
 
 
-class ContextScreen(Screen[None]):
+class ContextScreen(CtxviewScreen[None]):
     """One request's context, as the model was sent it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

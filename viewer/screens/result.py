@@ -13,7 +13,6 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Static
 
 from ..messages import Jump, OpenResult
@@ -25,6 +24,7 @@ from ..widgets.footer import KeysFooter as Footer
 from ..widgets.prompt import PromptBar
 from ..widgets.result_view import ResultView
 from ..wording import count
+from .teardown import CtxviewScreen
 
 CHAIN_MAX = 40
 
@@ -33,7 +33,7 @@ def click(rid: int) -> Style:
     return Style(meta={"@click": f"screen.open_rid({rid})"})
 
 
-class ResultScreen(Screen[None]):
+class ResultScreen(CtxviewScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("slash", "search_prompt", "Search"),

@@ -11,16 +11,16 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ..widgets.footer import KeysFooter as Footer
+from .teardown import CtxviewScreen
 
 LIMIT = 500
 
 
-class SearchScreen(Screen[None]):
+class SearchScreen(CtxviewScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
     ]

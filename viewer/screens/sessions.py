@@ -16,8 +16,9 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import DataTable, Header, Input, Static
+
+from .teardown import CtxviewScreen
 
 # The short, telling columns first; the workspace (long, often the same) last. Each column's
 # (key, label, natural width, narrowest width); a narrow screen shrinks the title and the
@@ -278,7 +279,7 @@ class FilterInput(Input):
         self.screen.query_one(SessionTable).focus()
 
 
-class SessionsScreen(Screen[None]):
+class SessionsScreen(CtxviewScreen[None]):
     """A DataTable of sessions. Reads through `app.reader`; reloads on StoreChanged."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -14,7 +14,6 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Static
 
 from ..live_state import header_parts
@@ -23,9 +22,10 @@ from ..widgets.footer import KeysFooter as Footer
 from ..widgets.prompt import PromptBar
 from ..widgets.title_line import TitleLine
 from ..widgets.transcript_view import TranscriptView
+from .teardown import CtxviewScreen
 
 
-class TranscriptScreen(Screen[None]):
+class TranscriptScreen(CtxviewScreen[None]):
     """One session, following its tail."""
 
     SEARCH_LIMIT = 1000  # hits a search takes; past it the count says "1,000+"

@@ -28,7 +28,12 @@ class PromptBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label("", id="prompt-label")
-        yield Input(id="prompt-input")
+        field = Input(id="prompt-input")
+        # Focusable only while asked: Textual focuses a new screen's first focusable widget as
+        # the screen comes up, before the CSS that hides this bar applies, and the keys pressed
+        # until the screen's view took the focus were typed into the hidden input.
+        field.can_focus = False
+        yield field
 
     def ask(self, kind: str, label: str, placeholder: str = "") -> None:
         self.kind = kind
@@ -37,19 +42,24 @@ class PromptBar(Horizontal):
         field.value = ""
         field.placeholder = placeholder
         self.add_class("-shown")
+        field.can_focus = True
         field.focus()
+
+    def _hide(self) -> None:
+        self.remove_class("-shown")
+        self.query_one(Input).can_focus = False
 
     @property
     def shown(self) -> bool:
         return self.has_class("-shown")
 
     def action_close(self) -> None:
-        self.remove_class("-shown")
+        self._hide()
         self.screen.focus_next()
         self.post_message(self.Submitted("", ""))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         kind = self.kind
-        self.remove_class("-shown")
+        self._hide()
         self.post_message(self.Submitted(kind, event.value))
