@@ -39,11 +39,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "agents"))
 
-from ctxview.backend.agents import failures, hook_trace  # noqa: E402
-from ctxview.backend.agents.hook_client import stop  # noqa: E402
-from ctxview.backend.session import Session  # noqa: E402
-from ctxview.backend.store import Writer  # noqa: E402
 from fake_anthropic import FakeAnthropic  # noqa: E402
+
+from ctxview.agents import failures, hook_trace  # noqa: E402
+from ctxview.agents.hook_client import stop  # noqa: E402
+from ctxview.engine.session import Session  # noqa: E402
+from ctxview.store import Writer  # noqa: E402
 
 CLAUDE = HERE.parent / "tests" / "agents" / "claude" / "node_modules" / ".bin" / "claude"
 CTXVIEW = Path(sys.executable).with_name("ctxview")

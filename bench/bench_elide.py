@@ -34,11 +34,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ctxview.backend.config import Config
-from ctxview.backend.context import ARMS, figures, replay_arms
-from ctxview.backend.rules.context import provider_of, rates
-from ctxview.backend.store import Reader
-from ctxview.backend.store.records import Event
+from ctxview.context.state import ARMS, figures, replay_arms
+from ctxview.rules.as_sent import provider_of, rates
+from ctxview.rules.config import Config
+from ctxview.store import Reader
+from ctxview.store.records import Event
 
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 TARGET_BYTES = 2_000_000
@@ -68,7 +68,7 @@ async def main(threshold: int) -> int:
     with tempfile.TemporaryDirectory(prefix="ctxview-bench-elide-") as tmp:
         store = Path(tmp) / "store.db"
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), "import",
+        subprocess.run([sys.executable, "-m", "ctxview.cli", "--store", str(store), "import",
                         str(REALDATA)], check=True, capture_output=True)  # fmt: skip
         print(f"Imported {REALDATA} in {time.perf_counter() - t0:.2f} s (not part of the target).")
         async with await Reader.open(store) as reader:

@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 BIG_CHARS = 200_000_000
 

@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import bench_import  # noqa: E402  (claude-code-log's venv and the real files)
 import bench_viewer  # noqa: E402  (the 100k fixture's builder)
 
-CTXVIEW = [sys.executable, "-m", "ctxview.backend.cli"]
+CTXVIEW = [sys.executable, "-m", "ctxview.cli"]
 missed: list[str] = []
 
 
@@ -107,9 +107,9 @@ def big(tmp: Path, rebuild: bool) -> None:
 
 
 def demo(tmp: Path) -> None:
-    from ctxview.backend.export.redact import Redactor
-    from ctxview.backend.export.run import export_session
-    from ctxview.backend.export.source import Source
+    from ctxview.export.redact import Redactor
+    from ctxview.export.run import export_session
+    from ctxview.export.source import Source
 
     store = tmp / "demo.db"
     subprocess.run([*CTXVIEW, "demo", "--no-view", "--pace", "0", "--store", str(store)],
@@ -258,8 +258,9 @@ def redact(tmp: Path, realdata: Path) -> None:
     from collections import Counter
 
     import export_corpus
-    from ctxview.backend.export.redact import Redactor
-    from ctxview.backend.export.source import Source
+
+    from ctxview.export.redact import Redactor
+    from ctxview.export.source import Source
 
     print(f"(redact) load {os.getloadavg()[0]:.1f}", flush=True)
     words = 0
@@ -309,7 +310,7 @@ def _generic(export_corpus: Any) -> None:
     import random
     import string
 
-    from ctxview.backend.export.redact import Redactor
+    from ctxview.export.redact import Redactor
 
     rng = random.Random(1)
     alnum = string.ascii_letters + string.digits

@@ -8,7 +8,7 @@ What is timed is what Claude Code waits for. With the http hooks `ctxview instal
 writes: a POST of the PostToolUse input to the resident engine on 127.0.0.1 (a new connection
 per call, the dearer case; Claude Code's client may keep one open) read to the end of its
 answer. Beside it, the command hook of earlier installs (still what `ctxview hook` runs): a
-fresh process of `python -S …/backend/agents/hook_client.py post-tool-use`, fed the input on
+fresh process of `python -S …/ctxview/agents/hook_client.py post-tool-use`, fed the input on
 stdin and read to its exit; its CPU time is reported beside. The calls cycle
 through a Read of a 300-line file, a Bash command with a 200-line output, a search through Bash
 (`rg`), a Grep in content mode with 500 matching lines (capped) and a Glob of 100 paths (the same
@@ -36,12 +36,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.agents import endpoint, failures, hook_trace
-from ctxview.backend.agents.claude_hooks import HookEngine
-from ctxview.backend.agents.hook_client import stop
-from ctxview.backend.agents.install_claude import hook_command
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from ctxview.agents import endpoint, failures, hook_trace
+from ctxview.agents.claude_code.hooks import HookEngine
+from ctxview.agents.claude_code.install import hook_command
+from ctxview.agents.hook_client import stop
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 SID = "bench-0000-hooks"
 # The command `ctxview install claude-code` writes for PostToolUse.

@@ -61,8 +61,8 @@ def build(target: Path, megabytes: int) -> int:
 
 
 def child_import(path: str, store: str) -> None:
-    from ctxview.backend.importers.runner import import_file
-    from ctxview.backend.store import Writer
+    from ctxview.importers.runner import import_file
+    from ctxview.store import Writer
 
     async def run() -> dict[str, float]:
         writer = await Writer.open(store)
@@ -143,7 +143,7 @@ def compare(tmp: Path) -> None:
     ours = 0.0
     for f in files:
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "import", "--store", str(store),
+        subprocess.run([sys.executable, "-m", "ctxview.cli", "import", "--store", str(store),
                         str(f)], check=True, capture_output=True, cwd=ROOT)  # fmt: skip
         ours += time.perf_counter() - t
     print(f"  ctxview import      {len(files)} files, {total_mb:.2f} MB: {ours:6.2f} s "
@@ -180,7 +180,7 @@ def follow_latency(tmp: Path, megabytes: int, appends: int) -> None:
     )
     sid = f"cc-{session}"
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "ctxview.backend.cli", "follow", "--store", str(store),
+    proc = subprocess.Popen([sys.executable, "-m", "ctxview.cli", "follow", "--store", str(store),
                              str(src)], cwd=ROOT, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         asyncio.run(_measure(proc, src, store, sid, appends, t0))
@@ -191,7 +191,7 @@ def follow_latency(tmp: Path, megabytes: int, appends: int) -> None:
 
 async def _measure(proc: subprocess.Popen[str], src: Path, store: Path, sid: str, appends: int,
                    t0: float) -> None:  # fmt: skip
-    from ctxview.backend.store import Reader
+    from ctxview.store import Reader
 
     assert proc.stderr is not None
     proc.stderr.readline()  # "Following …"

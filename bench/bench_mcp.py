@@ -31,11 +31,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxview.backend.agents import live
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+
+from ctxview.agents import live
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 TARGET_MS = 20.0
 
@@ -87,7 +88,7 @@ async def _case(size: int, rounds: int, hook_rounds: int, root: Path
     await _fill(store, sid, ws, size)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "ctxview.backend.cli", "--store", str(store), "mcp"],
+        args=["-m", "ctxview.cli", "--store", str(store), "mcp"],
         cwd=str(ws), env={"CLAUDE_CODE_SESSION_ID": f"bench-{size}"},
     )  # fmt: skip
     rng = random.Random(size)

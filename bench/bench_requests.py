@@ -104,8 +104,8 @@ def import_once(path: Path, store: Path) -> tuple[float, float]:
 
 IN_PROCESS = """
 import asyncio, sys, time
-from ctxview.backend.importers.runner import import_file
-from ctxview.backend.store import Writer
+from ctxview.importers.runner import import_file
+from ctxview.store import Writer
 
 async def main():
     writer = await Writer.open(sys.argv[1])

@@ -49,7 +49,7 @@ CPU = {"ctxview": 0.0}  # the CPU seconds of the last ctx() process
 def ctx(*args: str, **env: str) -> tuple[float, str]:
     t0 = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([sys.executable, "-m", "ctxview.backend.cli", *args], text=True,
+    out = subprocess.run([sys.executable, "-m", "ctxview.cli", *args], text=True,
                          capture_output=True, env={**os.environ, **env})  # fmt: skip
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU["ctxview"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -176,7 +176,7 @@ def latency(c: pg_helpers.Cluster, n: int = 200, rate: float = 20) -> None:
     assert pg_helpers.write_live(a, sid, 1, 0).wait(30) == 0
     traced = tmp / "trace"
     env = {**os.environ, "CTXVIEW_MACHINE": "dev-a", "CTXVIEW_SYNC_TRACE": str(traced)}
-    cli = [sys.executable, "-m", "ctxview.backend.cli"]
+    cli = [sys.executable, "-m", "ctxview.cli"]
     procs = [subprocess.Popen([*cli, "--store", str(a), "push", "--to", url, "--watch"], env=env,
                               stdout=subprocess.DEVNULL),
              subprocess.Popen([*cli, "--store", str(replica), "pull", "--from", url, "--watch"],

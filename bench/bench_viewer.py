@@ -47,8 +47,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxview.backend.store import SCHEMA_VERSION, Reader, Writer  # noqa: E402
-from ctxview.backend.store.records import Body, Event  # noqa: E402
+from ctxview.store import SCHEMA_VERSION, Reader, Writer  # noqa: E402
+from ctxview.store.records import Body, Event  # noqa: E402
 
 RESULTS = 100_000
 FIXTURE = Path(tempfile.gettempdir()) / "ctxview-bench-viewer" / "store.db"
@@ -322,7 +322,7 @@ async def child_context(store: Path) -> dict[str, Any]:
 
 async def append_cost(view: Any, rounds: int = 200) -> float:
     """Median ms to append one message row and render the visible lines."""
-    from ctxview.viewer.render.outline import OUTLINE_COLUMNS
+    from ctxview.viewer.layout.outline import OUTLINE_COLUMNS
 
     times = []
     for _ in range(rounds):
@@ -416,7 +416,7 @@ async def child_live(store: Path, count: int, rate: float) -> dict[str, Any]:
 
 async def insert(store: Path, count: int, rate: float) -> None:
     """The other process: the engine inserting `rate` results a second."""
-    from ctxview.backend.session import Session
+    from ctxview.engine.session import Session
 
     writer = await Writer.open(store)
     s = await Session.resume(writer, LIVE_SESSION)

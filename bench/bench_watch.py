@@ -30,15 +30,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxview.backend.store import Reader, Writer
-from ctxview.backend.store.records import Event
+from ctxview.store import Reader, Writer
+from ctxview.store.records import Event
 from ctxview.viewer import watch
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTER = """
 import asyncio, sys, time
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Event
+from ctxview.store import Writer
+from ctxview.store.records import Event
 async def main():
     w = await Writer.open(sys.argv[1])
     loop = asyncio.get_running_loop()

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from ctxview.backend.store.writer import Writer
+from ctxview.store.writer import Writer
 
 T = TypeVar("T")
 

@@ -7,9 +7,10 @@ import asyncio
 import json
 from pathlib import Path
 
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Body, Event
 from export_secrets import LOOKALIKES, SECRETS
+
+from ctxview.store import Writer
+from ctxview.store.records import Body, Event
 
 MAIN = "sess-secrets"
 AGENT = "sess-secrets-agent"

@@ -10,9 +10,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.importers.runner import import_file
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import EVENT_COLUMNS
+from ctxview.importers.runner import import_file
+from ctxview.store import Writer
+from ctxview.store.records import EVENT_COLUMNS
 
 _SESSION_COLUMNS = ("id", "title", "workspace", "source", "source_path", "source_ref",
                     "parent_session", "parent_call", "started", "ended", "config", "next_rid",

@@ -212,7 +212,7 @@ def _events(store: Path, source_path: Path) -> int | None:
 
 def run_import(store: Path, *paths: Path) -> tuple[int, str]:
     """`ctxview --store STORE import PATHS...` in this process: (exit code, stderr)."""
-    from ctxview.backend.cli import main
+    from ctxview.cli import main
 
     err, out = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
@@ -378,8 +378,8 @@ def follow_case(work: Path, name: str, data: bytes) -> Outcome:
     step ending in the parser's provisional state (the end of what is written)."""
     import asyncio
 
-    from ctxview.backend.importers.runner import FileImporter
-    from ctxview.backend.store import Writer
+    from ctxview.importers.runner import FileImporter
+    from ctxview.store import Writer
 
     store = work / "follow.db"
     for f in work.glob("follow*"):

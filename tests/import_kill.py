@@ -78,7 +78,7 @@ def build(target: Path, megabytes: float, seed: int = 0, *, real: bool = True,
 
 
 def command(store: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), *args]
+    return [sys.executable, "-m", "ctxview.cli", "--store", str(store), *args]
 
 
 def follow_command(store: Path, path: Path) -> list[str]:

@@ -143,8 +143,8 @@ def running() -> Iterator[Cluster]:
 
 LIVE_WRITER = r"""
 import asyncio, sys, time
-from ctxview.backend.store.writer import Writer
-from ctxview.backend.store.records import Event, Body
+from ctxview.store.writer import Writer
+from ctxview.store.records import Event, Body
 
 async def main(path, sid, n, rate, size):
     async with await Writer.open(path) as w:
@@ -184,7 +184,7 @@ def rows(path: Path, machine_free: bool = True) -> dict[str, object]:
     import json
     import sqlite3
 
-    from ctxview.backend.store.records import EVENT_COLUMNS
+    from ctxview.store.records import EVENT_COLUMNS
 
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
@@ -208,7 +208,8 @@ def rows(path: Path, machine_free: bool = True) -> dict[str, object]:
 
 def remote_rows(url: str, machine: str) -> dict[str, object]:
     import psycopg
-    from ctxview.backend.store.records import EVENT_COLUMNS
+
+    from ctxview.store.records import EVENT_COLUMNS
 
     with psycopg.connect(url) as conn:
         events = conn.execute(f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM "
@@ -238,13 +239,13 @@ def new_db(cluster: Cluster) -> str:
 
 def ctx(*args: str, machine: str = "dev-a", timeout: float = 60,
         **env: str) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "ctxview.backend.cli", *args], text=True,
+    return subprocess.run([sys.executable, "-m", "ctxview.cli", *args], text=True,
                           capture_output=True, timeout=timeout,
                           env={**os.environ, "CTXVIEW_MACHINE": machine, **env})  # fmt: skip
 
 
 def spawn(*args: str, machine: str = "dev-a", **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "ctxview.backend.cli", *args], text=True,
+    return subprocess.Popen([sys.executable, "-m", "ctxview.cli", *args], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "CTXVIEW_MACHINE": machine, **env})  # fmt: skip
 

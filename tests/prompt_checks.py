@@ -1,5 +1,5 @@
 """What the model is told, checked against what it gets: every claim of a block
-(`backend/prompts/claims.py`) has a check that drives its behaviour where the block is shown (the
+(`src/ctxview/prompts/claims.py`) has a check that drives its behaviour where the block is shown (the
 engine, ctxview's MCP tools in Codex, Claude Code's hooks), and every text a claim quotes has the
 shape of a text the model really got there."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from ctxview.backend.prompts import Claim
+from ctxview.prompts import Claim
 
 # What may differ between a quoted example and a real text: ids, hashes, paths, numbers.
 _PARTS = re.compile(

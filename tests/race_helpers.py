@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.session import Session
-from ctxview.backend.store.writer import Writer
+from ctxview.engine.session import Session
+from ctxview.store.writer import Writer
 
 INSIDE = "line\nx\n"
 VICTIM = "line\nSECRET\n"  # outside/t.txt: an edit's old_string matches it too

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxview.backend.importers.detect import NotTranscript, detect
+from ctxview.importers.detect import NotTranscript, detect
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 

@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
 from engine_helpers import workspace_and_writer
+
+from ctxview.engine.session import Session
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -163,8 +164,8 @@ async def test_background_must_be_a_boolean(tmp_path: Path) -> None:
 ENGINE = textwrap.dedent("""
     import asyncio, sys
     from pathlib import Path
-    from ctxview.backend.session import Session
-    from ctxview.backend.store.writer import Writer
+    from ctxview.engine.session import Session
+    from ctxview.store.writer import Writer
     async def main():
         tmp = Path(sys.argv[1])
         async with await Writer.open(tmp / "s.db") as writer:
@@ -219,7 +220,7 @@ def test_a_process_with_no_command_line_is_named_by_its_command() -> None:
     """A process caught while it exits (its memory gone) has an empty /proc/PID/cmdline: the
     runner named it "" and said `Ended what the command left running: .` (a `setsid` child in
     CI). A zombie has none either; it is named by /proc/PID/comm."""
-    from ctxview.backend.tools.bash_runner import _name
+    from ctxview.tools.bash_runner import _name
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 30

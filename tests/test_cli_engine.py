@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store.writer import Writer
 from engine_helpers import workspace_and_writer
+
+from ctxview.engine.session import Session
+from ctxview.store.writer import Writer
 
 _SCRIPT = Path(sys.executable).parent / "ctxview"
 CTXVIEW = str(_SCRIPT) if _SCRIPT.exists() else shutil.which("ctxview") or "ctxview"

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ctxview.backend import cli
+from ctxview import cli
 
 CTXVIEW = Path(sys.executable).with_name("ctxview")
 

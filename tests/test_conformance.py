@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.conformance import CaseFileError, run_files
+
+from ctxview.engine.conformance import CaseFileError, run_files
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE_FILES = sorted((ROOT / "conformance").glob("*.json"))

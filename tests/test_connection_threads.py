@@ -11,7 +11,7 @@ from pathlib import Path
 
 LEFT_OPEN = textwrap.dedent("""
     import asyncio, sys
-    from ctxview.backend.store import Reader, Writer
+    from ctxview.store import Reader, Writer
 
     KEPT = []  # held, as a view holds its loader's reader: never collected, never closed
 

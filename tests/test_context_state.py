@@ -1,4 +1,4 @@
-"""The context as sent (backend/context.py): requests, messages, compaction, elision, the cache
+"""The context as sent (src/ctxview/context/state.py): requests, messages, compaction, elision, the cache
 model, the arms; and the engine running a live session with elision on, over a real store."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.config import Config
-from ctxview.backend.context import (
+
+from ctxview.context.state import (
     ContextState,
     figures,
     load_texts,
@@ -17,9 +17,10 @@ from ctxview.backend.context import (
     replay,
     replay_arms,
 )
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
-from ctxview.backend.store.records import Event
+from ctxview.engine.session import Session
+from ctxview.rules.config import Config
+from ctxview.store import Reader, Writer
+from ctxview.store.records import Event
 
 SMALL = {"elide.enabled": True, "elide.threshold_chars": 100, "elide.min_chars": 20,
          "elide.stride": 4, "elide.keep": 2}  # fmt: skip
@@ -395,7 +396,7 @@ async def test_usage_from_the_harness_lands_on_the_request(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("bad", [{"elide.stride": "4"}, {"elide.enabled": 1}])
 def test_bad_elide_config_is_refused(bad: dict[str, Any]) -> None:
-    from ctxview.backend.config import ConfigError
+    from ctxview.rules.config import ConfigError
 
     with pytest.raises(ConfigError):
         Config(bad)

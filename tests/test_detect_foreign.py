@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxview.backend.importers.detect import CLAUDE, CODEX, NotTranscript, detect
+
+from ctxview.importers.detect import CLAUDE, CODEX, NotTranscript, detect
 
 PI = [{"type": "session", "id": "ffae836b", "timestamp": "2025-12-09T00:53:29.825Z", "cwd": "/w"},
       {"type": "message", "timestamp": "2025-12-08T22:41:05.306Z",

@@ -13,13 +13,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.config import Config
-from ctxview.backend.context import ContextState, replay_arms
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Event
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from ctxview.context.state import ContextState, replay_arms
+from ctxview.engine.session import Session
+from ctxview.rules.config import Config
+from ctxview.store import Writer
+from ctxview.store.records import Event
 
 _TOOL = st.tuples(st.just("tool"), st.integers(0, 400))
 _ASSISTANT = st.tuples(st.just("assistant"), st.integers(0, 30))

@@ -1,11 +1,12 @@
-"""The pure rules of elision and of the context as sent (backend/rules/elide.py, context.py)."""
+"""The pure rules of elision and of the context as sent (src/ctxview/rules/elide.py, context.py)."""
 
 from __future__ import annotations
 
 import pytest
-from ctxview.backend.config import Config, ConfigError
-from ctxview.backend.rules import context as ctx
-from ctxview.backend.rules import elide
+
+from ctxview.rules import as_sent as ctx
+from ctxview.rules import elide
+from ctxview.rules.config import Config, ConfigError
 
 
 @pytest.mark.parametrize(

@@ -11,17 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.config import Config
-from ctxview.backend.context import replay_arms
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
+
+from ctxview.context.state import replay_arms
+from ctxview.engine.session import Session
+from ctxview.rules.config import Config
+from ctxview.store import Reader, Writer
 
 REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
 
 
 def ctxview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.cli", *args],
+        [sys.executable, "-m", "ctxview.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,

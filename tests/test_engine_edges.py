@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store.writer import Writer
 from engine_helpers import workspace_and_writer
+
+from ctxview.engine.session import Session
+from ctxview.store.writer import Writer
 
 
 async def test_write_of_a_lone_surrogate_is_refused_and_changes_nothing(tmp_path: Path) -> None:

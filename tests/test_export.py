@@ -14,13 +14,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.export.redact import Redactor
-from ctxview.backend.export.run import export_session
-from ctxview.backend.export.source import Source
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Body, Event
 from export_fixture import AGENT, FIRST, MAIN, make
+
+from ctxview.cli import main
+from ctxview.export.redact import Redactor
+from ctxview.export.run import export_session
+from ctxview.export.source import Source
+from ctxview.store import Writer
+from ctxview.store.records import Body, Event
 
 
 class Page(HTMLParser):
@@ -61,7 +62,7 @@ def check_links(files: list[Path]) -> int:
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("demo") / "demo.db"
-    subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "demo", "--no-view", "--pace",
+    subprocess.run([sys.executable, "-m", "ctxview.cli", "demo", "--no-view", "--pace",
                     "0", "--store", str(store)], check=True, capture_output=True, timeout=120)  # fmt: skip
     return store
 
@@ -255,7 +256,7 @@ def test_elided_middle_lines() -> None:
     """The middle of a stored text, found from both ends, is exactly lines index..index+n-1."""
     import random
 
-    from ctxview.backend.export.html import _nth_lines
+    from ctxview.export.html import _nth_lines
 
     rng = random.Random(11)
     for _ in range(3000):

@@ -14,12 +14,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.export.tally import tally_file
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Body, Event
 from export_fixture import MAIN, build
 from export_secrets import SECRETS
+
+from ctxview.cli import main
+from ctxview.export.tally import tally_file
+from ctxview.store import Writer
+from ctxview.store.records import Body, Event
 
 STATED = re.compile(r"(?:this page|this index|this file) holds (?:no redacted secrets|"
                     r"(\d+) redacted secrets?: ([^.;<]*))")  # fmt: skip

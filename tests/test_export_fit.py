@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.export.tally import tally_file
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Body, Event
 from export_secrets import SECRETS
 
+from ctxview.export.tally import tally_file
+from ctxview.store import Writer
+from ctxview.store.records import Body, Event
+
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
-CLI = [sys.executable, "-m", "ctxview.backend.cli"]
+CLI = [sys.executable, "-m", "ctxview.cli"]
 LIMIT = 65_536
 
 

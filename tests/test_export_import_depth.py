@@ -11,9 +11,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+
+from ctxview.cli import main
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 
 @pytest.mark.parametrize("depth", [201, 990, 100_000])

@@ -10,9 +10,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.store import Reader, Writer
-from ctxview.backend.store.records import Body, Event
+
+from ctxview.cli import main
+from ctxview.store import Reader, Writer
+from ctxview.store.records import Body, Event
 from ctxview.viewer.screens.sessions import COLUMNS, row_view
 
 

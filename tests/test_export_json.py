@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.store.records import EVENT_COLUMNS
 from export_fixture import MAIN, make
+
+from ctxview.cli import main
+from ctxview.store.records import EVENT_COLUMNS
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 REAL = REALDATA / "claude-code-log" / "-Users-dain-workspace-coderabbit-review-helper"
@@ -72,7 +73,7 @@ def check_same(store: Path, other: Path, session: str) -> None:
 
 def test_demo_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "demo.db"
-    subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "demo", "--no-view", "--pace",
+    subprocess.run([sys.executable, "-m", "ctxview.cli", "demo", "--no-view", "--pace",
                     "0", "--store", str(store)], check=True, capture_output=True, timeout=120)  # fmt: skip
     conn = sqlite3.connect(store)
     top = conn.execute("SELECT id FROM sessions WHERE parent_session IS NULL").fetchone()[0]

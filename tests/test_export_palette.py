@@ -7,10 +7,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from ctxview.backend.demo import run_demo
-from ctxview.viewer.app import CtxviewApp
 from textual.command import CommandPalette
 from textual.widgets import OptionList
+
+from ctxview.demo.run import run_demo
+from ctxview.viewer.app import CtxviewApp
 
 
 async def test_palette_exports_the_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

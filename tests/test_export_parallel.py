@@ -11,11 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ctxview.backend.export.plan import build
-from ctxview.backend.export.redact import Redactor
-from ctxview.backend.export.source import Source
-from ctxview.backend.store.records import Body, Event
-from ctxview.backend.store.writer import Writer
+from ctxview.export.plan import build
+from ctxview.export.redact import Redactor
+from ctxview.export.source import Source
+from ctxview.store.records import Body, Event
+from ctxview.store.writer import Writer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from export_secrets import SECRETS
@@ -61,7 +61,7 @@ async def _build(path: Path) -> None:
 
 
 def _export(store: Path, out: Path, workers: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "--store", str(store),
+    done = subprocess.run([sys.executable, "-m", "ctxview.cli", "--store", str(store),
                            "export", SID, "-o", str(out / "s.html"), "--page-mb", "0.2"],
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "CTXVIEW_EXPORT_WORKERS": workers})  # fmt: skip

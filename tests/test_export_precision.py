@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ctxview.backend.export.redact import Redactor
 from export_corpus import ordinary, planted, word_count
+
+from ctxview.export.redact import Redactor
 
 
 def test_at_most_one_false_positive_per_100k_words() -> None:

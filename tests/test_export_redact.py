@@ -12,13 +12,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.export import redact as redact_module
-from ctxview.backend.export.redact import Redactor, redact_text
-from ctxview.backend.export.run import export_session
-from ctxview.backend.export.source import Source
 from export_fixture import AGENT, MAIN, make
 from export_secrets import LOOKALIKES, SECRETS, secret_part
+
+from ctxview.cli import main
+from ctxview.export import redact as redact_module
+from ctxview.export.redact import Redactor, redact_text
+from ctxview.export.run import export_session
+from ctxview.export.source import Source
 
 
 def forms(secret: str) -> set[str]:

@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Body, Event
 
-CLI = [sys.executable, "-m", "ctxview.backend.cli"]
+from ctxview.cli import main
+from ctxview.store import Writer
+from ctxview.store.records import Body, Event
+
+CLI = [sys.executable, "-m", "ctxview.cli"]
 LONG_PROMPT = ("Please refactor the timeline filtering so that whenever someone toggles a message "
                "type the counts stay consistent across every view and the tests still pass")  # fmt: skip
 

@@ -17,7 +17,7 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import" / "project"
 SESSION = "11111111-2222-3333-4444-555555555555"
-CLI = [sys.executable, "-m", "ctxview.backend.cli"]
+CLI = [sys.executable, "-m", "ctxview.cli"]
 STAMP = re.compile(r'Exported by ctxview on [0-9: -]+UTC|"exported":[0-9.]+')
 
 

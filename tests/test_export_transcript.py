@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
-CLI = [sys.executable, "-m", "ctxview.backend.cli"]
+CLI = [sys.executable, "-m", "ctxview.cli"]
 STAMP = re.compile(r"Exported by ctxview on [0-9: -]+UTC")
 
 
@@ -68,10 +68,10 @@ def test_a_transcript_that_cannot_be_exported_says_why(tmp_path: Path,
 def test_a_command_imports_only_its_own_module(tmp_path: Path, env: dict[str, str]) -> None:
     """The one-shot export's start-up: `ctxview export` builds only its own sub-parser (every
     command's module was imported for each run)."""
-    code = ("import sys\nfrom ctxview.backend.cli import COMMANDS, main\n"
+    code = ("import sys\nfrom ctxview.cli import COMMANDS, main\n"
             f"main(['export', {str(FIXTURES / 'claude_session.jsonl')!r}, '-o', 'x.html'])\n"
             "print(sorted(m for m, _ in COMMANDS.values() "
-            "if 'ctxview.backend.commands.' + m in sys.modules))")  # fmt: skip
+            "if 'ctxview.commands.' + m in sys.modules))")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr

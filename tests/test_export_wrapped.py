@@ -15,10 +15,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.export.redact import redact_text
 from export_fixture import FIELDS, MAIN, ROW, build_fields
 from export_secrets import LEAD, SECRETS, fragments, plantings
+
+from ctxview.cli import main
+from ctxview.export.redact import redact_text
 
 FRAGMENTS = {f: kind for kind, text in SECRETS for f in fragments(kind, text)}
 

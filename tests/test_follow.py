@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from ctxview.backend.importers.follow import follow
-from ctxview.backend.importers.runner import FileReport
-from ctxview.backend.store import Reader, Writer
-from ctxview.backend.store.schema import StoreError
+from ctxview.importers.follow import follow
+from ctxview.importers.runner import FileReport
+from ctxview.store import Reader, Writer
+from ctxview.store.schema import StoreError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "import" / "claude_session.jsonl"
 SID = "cc-11111111-2222-3333-4444-555555555555"
@@ -94,7 +94,7 @@ def test_ctxview_follow_command(tmp_path: Path) -> None:
     src, store = tmp_path / "live.jsonl", tmp_path / "s.db"
     src.write_bytes(b"".join(LINES[:11]))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxview.backend.cli", "follow", "--no-view", "--store", str(store),
+        [sys.executable, "-m", "ctxview.cli", "follow", "--no-view", "--store", str(store),
          str(src)],
         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip

@@ -11,8 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxview.backend.session import Session
 from engine_helpers import with_heartbeat, workspace_and_writer
+
+from ctxview.engine.session import Session
 
 # Seconds between two heartbeats of 10 ms. A search run on the loop shows one gap as long as the
 # call itself; one run off it only the machine's scheduling: up to 0.55 s seen at load 15 on 2

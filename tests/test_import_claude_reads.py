@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.importers.claude_code import ReadLines, read_lines
-from ctxview.backend.importers.runner import import_file
-from ctxview.backend.store import Reader, Writer
+from ctxview.importers.claude_code import ReadLines, read_lines
+from ctxview.importers.runner import import_file
+from ctxview.store import Reader, Writer
 
 
 def _file(content: str, start: int, total: int, **more: Any) -> dict[str, Any]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxview.backend.config import Config
-from ctxview.backend.context import ContextState
-from ctxview.backend.importers.runner import FileImporter
-from ctxview.backend.store import Writer
+from ctxview.context.state import ContextState
+from ctxview.importers.runner import FileImporter
+from ctxview.rules.config import Config
+from ctxview.store import Writer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
 

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.importers.detect import CLAUDE, CODEX, NotTranscript, detect
-from ctxview.backend.importers.replay import numbered_lines
-from ctxview.backend.importers.runner import FileImporter, import_file
-from ctxview.backend.store import Reader, Writer
-from ctxview.backend.store.records import Event
+
+from ctxview.importers.detect import CLAUDE, CODEX, NotTranscript, detect
+from ctxview.importers.replay import numbered_lines
+from ctxview.importers.runner import FileImporter, import_file
+from ctxview.store import Reader, Writer
+from ctxview.store.records import Event
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
 CLAUDE_FILE = FIXTURES / "claude_session.jsonl"
@@ -152,14 +153,14 @@ async def test_bad_lines_are_skipped_and_reported(tmp_path: Path) -> None:
 def test_cli_reports_problems_and_refuses_neither(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     run = subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.cli", "import", "--store", str(store), str(CLAUDE_FILE)],
+        [sys.executable, "-m", "ctxview.cli", "import", "--store", str(store), str(CLAUDE_FILE)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "Skipped 4 records" in run.stderr
     assert f"{CLAUDE_FILE}:14: unknown record type" in run.stderr
     run = subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.cli", "import", "--store", str(store),
+        [sys.executable, "-m", "ctxview.cli", "import", "--store", str(store),
          str(FIXTURES / "neither.txt")],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -353,7 +354,7 @@ async def test_truncation_and_replacement_are_noticed(tmp_path: Path) -> None:
 def test_newest_and_folder_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from ctxview.backend.importers.find import newest, transcripts
+    from ctxview.importers.find import newest, transcripts
 
     claude = tmp_path / "claude" / "projects" / "-home-dev-proj"
     codex = tmp_path / "codex" / "sessions" / "2026" / "01" / "02"
@@ -379,7 +380,7 @@ def test_newest_and_folder_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_cli_progress_bar(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.cli", "import", "--progress", "--store",
+        [sys.executable, "-m", "ctxview.cli", "import", "--progress", "--store",
          str(tmp_path / "s.db"), str(FIXTURES / "project")],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -387,7 +388,7 @@ def test_cli_progress_bar(tmp_path: Path) -> None:
     assert "2/2 files" in run.stderr and "MB" in run.stderr
     assert "from 2 files into 2 sessions" in run.stdout
     quiet = subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.cli", "import", "--store", str(tmp_path / "t.db"),
+        [sys.executable, "-m", "ctxview.cli", "import", "--store", str(tmp_path / "t.db"),
          str(FIXTURES / "codex_legacy.jsonl")],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

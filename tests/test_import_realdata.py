@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.importers.detect import CLAUDE, detect
-from ctxview.backend.importers.runner import import_file
-from ctxview.backend.store import Reader, Writer
-from ctxview.backend.store.records import Event, SessionRow
 from realdata import REALDATA, imported_transcripts
+
+from ctxview.importers.detect import CLAUDE, detect
+from ctxview.importers.runner import import_file
+from ctxview.store import Reader, Writer
+from ctxview.store.records import Event, SessionRow
 
 pytestmark = [
     pytest.mark.realdata,

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.importers.runner import FileImporter, Parser
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
 from import_compare import differences, dump, grown, line_ends
 from import_fuzz import command_errors
 from import_kill import build, command
+
+from ctxview.engine.session import Session
+from ctxview.importers.runner import FileImporter, Parser
+from ctxview.store import Writer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
 FILES = ["claude_session.jsonl", "claude_inline_sidechain.jsonl", "codex_rollout.jsonl",

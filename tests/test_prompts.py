@@ -1,4 +1,4 @@
-"""What the model is told (spec §9): backend/prompts/context.md."""
+"""What the model is told (spec §9): src/ctxview/prompts/context.md."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.config import Config
-from ctxview.backend.prompts import CLAUDE, RECALL, Active, claims, context_block
-from ctxview.backend.session import Session
 from engine_helpers import workspace_and_writer
 from prompt_checks import assert_told, normalized, shape
+
+from ctxview.engine.session import Session
+from ctxview.prompts import CLAUDE, RECALL, Active, claims, context_block
+from ctxview.rules.config import Config
 
 
 def _words(text: str) -> str:
@@ -168,8 +169,8 @@ def test_claude_codes_block_fits_what_it_sends_of_a_servers_instructions() -> No
     """Claude Code 2.1.328 cuts an MCP server's instructions at 4,096 characters (its
     `CLAUDE_CODE_MAX_MCP_DESCRIPTION_LENGTH` default) and ends them `… [truncated]`: with every
     hook on, the whole block must fit."""
-    from ctxview.backend.agents.claude_hooks import SAVED_PAST, SHOWS_AT_MOST
-    from ctxview.backend.agents.install_claude import HOOKS
+    from ctxview.agents.claude_code.hooks import SAVED_PAST, SHOWS_AT_MOST
+    from ctxview.agents.claude_code.install import HOOKS
 
     every = Active(CLAUDE, hooks=frozenset(HOOKS), shows_at_most=SHOWS_AT_MOST,
                    saved_past=SAVED_PAST)  # fmt: skip

@@ -16,13 +16,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.config import Config
-from ctxview.backend.rules.ids import parse_id
-from ctxview.backend.rules.lines import split_lines
-from ctxview.backend.session import Session
-from ctxview.backend.store.writer import Writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from ctxview.engine.session import Session
+from ctxview.rules.config import Config
+from ctxview.rules.ids import parse_id
+from ctxview.rules.lines import split_lines
+from ctxview.store.writer import Writer
 
 # Small bounds, so that capping, cutting and several recall windows happen often and cheaply.
 CONFIG: dict[str, Any] = {

@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.rules.lines import decode, split_lines, window_lines
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
 from hypothesis import given
 from hypothesis import strategies as st
+
+from ctxview.engine.session import Session
+from ctxview.rules.lines import decode, split_lines, window_lines
+from ctxview.store import Reader, Writer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,8 +59,8 @@ WRITER_LOOP = (
     + r"""
 import asyncio, sys
 from pathlib import Path
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 
 async def main(store, workspace, session_id, tag, count):
@@ -360,12 +361,12 @@ async def test_lone_surrogates_are_stored_as_replacement(session: Session) -> No
     assert (await session.insert("bash", {}, "fine")).startswith("[#1001]")
 
 
-# Bodies too big to bind are written in pieces (backend/store/writer.py BIG_CHARS)
+# Bodies too big to bind are written in pieces (src/ctxview/store/writer.py BIG_CHARS)
 
 
 @pytest.mark.parametrize("kind", ["ascii", "non-ascii", "surrogate"])
 async def test_big_body_written_in_pieces_reads_back_the_same(session: Session, kind: str) -> None:
-    from ctxview.backend.store.writer import BIG_CHARS, PIECE_CHARS
+    from ctxview.store.writer import BIG_CHARS, PIECE_CHARS
 
     line = {"ascii": "plain line of text\n", "non-ascii": "café ünïcödé 😀 ✓\n",
             "surrogate": "plain line\n"}[kind]  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxview.backend.rules import brackets as b
+from ctxview.rules import brackets as b
 
 
 def test_forms() -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from ctxview.backend.config import Config
-from ctxview.backend.rules.cap import cap, needs_cap
+
+from ctxview.rules.cap import cap, needs_cap
+from ctxview.rules.config import Config
 
 CFG = Config()
 
@@ -79,7 +80,7 @@ def test_tail_stops_at_a_line_longer_than_tail_chars() -> None:
 def test_fit_scales_the_bounds_under_a_hosts_limit() -> None:
     """A host that shows at most 20,000 characters (Claude Code's Grep): whatever the text,
     the capped text with its elision line fits, and head and tail keep their 2:1 share."""
-    from ctxview.backend.rules.cap import fit
+    from ctxview.rules.cap import fit
 
     fitted = fit(CFG, 20_000)
     assert fitted["cap.max_chars"] < 20_000

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ctxview.backend.config import Config
-from ctxview.backend.rules.compaction import compaction_text, files_read_table
-from ctxview.backend.rules.dedupe import ReadEntry
+from ctxview.rules.compaction import compaction_text, files_read_table
+from ctxview.rules.config import Config
+from ctxview.rules.dedupe import ReadEntry
 
 CFG = Config()
 SHA = "1c9e04ab" + "0" * 56

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxview.backend.rules.dedupe import DedupeTable, ReadEntry, ResultEntry, args_key
+from ctxview.rules.dedupe import DedupeTable, ReadEntry, ResultEntry, args_key
 
 
 def read(

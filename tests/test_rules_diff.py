@@ -8,9 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ctxview.backend.rules.diff import NO_NEWLINE, counts, unified
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from ctxview.rules.diff import NO_NEWLINE, counts, unified
 
 DIFF = shutil.which("diff")
 needs_diff = pytest.mark.skipif(DIFF is None, reason="no diff on this machine")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ctxview.backend.rules.ids import ID_IN_TEXT, format_id, parse_id
+
+from ctxview.rules.ids import ID_IN_TEXT, format_id, parse_id
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ctxview.backend.rules.lines import count_lines, decode, looks_binary, numbered, split_lines
+
+from ctxview.rules.lines import count_lines, decode, looks_binary, numbered, split_lines
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from ctxview.backend.tools import ToolError
-from ctxview.backend.tools.patch import apply_chunks, parse
+
+from ctxview.tools import ToolError
+from ctxview.tools.patch import apply_chunks, parse
 
 
 def patch(*lines: str) -> str:

@@ -9,10 +9,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.tools import safe_fs
-from ctxview.backend.tools.workspace import Workspace
 from engine_helpers import workspace_and_writer
+
+from ctxview.engine.session import Session
+from ctxview.files import safe_fs
+from ctxview.tools.workspace import Workspace
 
 
 async def test_links_inside_the_workspace_are_still_followed(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxview.backend.serve_guard import Guard, Tickets, header_token, is_loopback
+from ctxview.serve.guard import Guard, Tickets, header_token, is_loopback
 
 TOKEN = "t0ken-" + "a" * 37
 

@@ -1,4 +1,4 @@
-"""One id space per session tree (a session and its sub-agents, `backend/store/tree.py`): a
+"""One id space per session tree (a session and its sub-agents, `src/ctxview/store/tree.py`): a
 sub-agent's ids come from its parent's counter, in memory and in the store, never twice, not
 after a restart or a rolled-back import; recall, `ctxview recall`, `ctxview view --jump`, an
 import of a transcript with its sub-agents and an export all find an id across the tree."""
@@ -14,12 +14,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.commands import view as view_command
-from ctxview.backend.importers.follow import follow
-from ctxview.backend.importers.runner import import_file
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+
+from ctxview.cli import main
+from ctxview.commands import view as view_command
+from ctxview.engine.session import Session
+from ctxview.importers.follow import follow
+from ctxview.importers.runner import import_file
+from ctxview.store import Writer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
 
@@ -77,7 +78,7 @@ async def test_another_writer_of_the_tree_is_taken_in_through_the_store(tmp_path
         await parent.insert("bash", {}, "one")
         child = await Session.start(b, tmp_path, session_id="c", parent_session="p")
         assert (await child.insert("bash", {}, "two")).startswith("[#1001]")
-        from ctxview.backend.agents.live import next_rid
+        from ctxview.agents.live import next_rid
 
         parent.advance_ids(await next_rid(a, "p"))  # what the hook and the MCP server do
         assert (await parent.insert("bash", {}, "three")).startswith("[#1002]")
@@ -112,7 +113,7 @@ async def test_a_rolled_back_import_gives_its_ids_again(tmp_path: Path) -> None:
                 await session.insert("bash", {}, "lost")
                 raise RuntimeError("rolled back")
         assert session.ids.next == 0x1001  # taken in memory...
-        from ctxview.backend.agents.live import next_rid
+        from ctxview.agents.live import next_rid
 
         session.ids.rewind(await next_rid(writer, "p"))  # ...given back, as the importer does
         assert (await session.insert("bash", {}, "kept")).startswith("[#1000]")
@@ -124,8 +125,8 @@ async def test_a_rewind_never_gives_back_an_id_another_step_took_after(tmp_path:
     events held (`_Held`, its own writer), the import's queued in its transaction. Whichever of
     the two fails and gives its ids back, it gives back only its own trailing ones: an id the
     other took after them is never given twice (a gap instead)."""
-    from ctxview.backend.agents.claude_hooks import _Held
-    from ctxview.backend.agents.live import next_rid
+    from ctxview.agents.claude_code.hooks import _Held
+    from ctxview.agents.live import next_rid
 
     store = tmp_path / "s.db"
     async with await Writer.open(store) as writer:
@@ -269,7 +270,7 @@ async def test_an_export_links_a_sub_agents_recall_of_its_parents_id(tmp_path: P
 
 
 def test_the_tree_is_the_sessions_parent_links(tmp_path: Path) -> None:
-    from ctxview.backend.store import tree
+    from ctxview.store import tree
 
     conn = sqlite3.connect(":memory:")
     conn.executescript(

@@ -1,6 +1,6 @@
 """A new store appears whole: several processes making it at once, a reader looking meanwhile.
 
-A store is built beside its place and hard-linked in (backend/store/fresh.py). Before, the first
+A store is built beside its place and hard-linked in (src/ctxview/store/fresh.py). Before, the first
 writer made an empty file and filled it in place: a reader that came then was told the store
 "is an empty file", and a second writer raced the first through SQLite's switch to WAL mode and
 the schema's creation, waiting on their locks (on a busy machine, past the busy timeout: CI saw
@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ctxview.backend.store import Reader, StoreError, Writer, fresh, schema
+
+from ctxview.store import Reader, StoreError, Writer, fresh, schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OPENER = r"""
 import asyncio, sys, time
 from pathlib import Path
-from ctxview.backend.store import Writer
-from ctxview.backend.store.connect import on_thread
+from ctxview.store import Writer
+from ctxview.store.connect import on_thread
 
 async def main(store):
     writer = await Writer.open(Path(store))

@@ -24,9 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, StoreError, StoreWarning, Writer
-from ctxview.backend.store.connect import sentence
+
+from ctxview.engine.session import Session
+from ctxview.store import Reader, StoreError, StoreWarning, Writer
+from ctxview.store.connect import sentence
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "import"
@@ -41,7 +42,7 @@ def one_sentence(text: str) -> None:
 
 def ctxview(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.cli", *args],
+        [sys.executable, "-m", "ctxview.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -116,8 +117,9 @@ async def test_reader_never_writes_the_store(tmp_path: Path) -> None:
 async def test_reader_brings_an_older_store_forward_but_not_a_read_only_one(
     tmp_path: Path, read_only: list[Path]
 ) -> None:
-    from ctxview.backend.store import SCHEMA_VERSION
     from test_store_schema import make_v1_store
+
+    from ctxview.store import SCHEMA_VERSION
 
     def version(path: Path) -> str:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
@@ -386,7 +388,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 async def _open_default() -> list[str]:
     """Open and close a writer on the default store; the warnings it gave."""
-    from ctxview.backend.store import default_store_path
+    from ctxview.store import default_store_path
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -461,7 +463,7 @@ def test_quick_check_of_a_large_store_stops_at_its_budget(tmp_path: Path) -> Non
     interrupt sent before the statement starts is lost and sent again 50 ms later). Each
     thousand steps sleep a millisecond, so the whole check lasts well past the budget and the
     watchdog's retries."""
-    from ctxview.backend.store.connect import quick_check
+    from ctxview.store.connect import quick_check
 
     store = tmp_path / "big.db"
     with sqlite3.connect(store) as conn:

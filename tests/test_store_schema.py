@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import SCHEMA_VERSION, Reader, StoreError, Writer
-from ctxview.backend.store.schema import APPLICATION_ID, RID_TRIGGER, SCHEMA_V1, fts_trigger
+
+from ctxview.engine.session import Session
+from ctxview.store import SCHEMA_VERSION, Reader, StoreError, Writer
+from ctxview.store.schema import APPLICATION_ID, RID_TRIGGER, SCHEMA_V1, fts_trigger
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -206,7 +207,7 @@ async def test_migration_by_several_connections_at_once(tmp_path: Path) -> None:
 
 def ctxview(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.cli", *args],
+        [sys.executable, "-m", "ctxview.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -292,7 +293,7 @@ def test_cli_output_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
 
     asyncio.run(fill())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), "show", "1000", "--stored"],
+        [sys.executable, "-m", "ctxview.cli", "--store", str(store), "show", "1000", "--stored"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

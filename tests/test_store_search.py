@@ -6,9 +6,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
 from test_store_schema import make_v1_store
+
+from ctxview.engine.session import Session
+from ctxview.store import Reader, Writer
 
 
 async def test_an_older_stores_calls_are_found_after_migration(tmp_path: Path) -> None:

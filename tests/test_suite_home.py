@@ -25,7 +25,7 @@ def test_writes_home_and_the_default_store():
     state.mkdir(parents=True, exist_ok=True)
     (state / "note").write_text("x")
     # A process started without --store: ctxview's default store.
-    subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "demo", "--no-view",
+    subprocess.run([sys.executable, "-m", "ctxview.cli", "demo", "--no-view",
                     "--pace", "0"], check=True, capture_output=True, timeout=120)
 """
 

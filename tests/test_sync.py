@@ -87,8 +87,9 @@ def test_notifies_that_come_together_are_all_read(url: str) -> None:
     import asyncio
 
     import psycopg
-    from ctxview.backend.sync.pull import notified
-    from ctxview.backend.sync.remote import CHANNEL, connect
+
+    from ctxview.sync.pull import notified
+    from ctxview.sync.remote import CHANNEL, connect
 
     async def main() -> set[tuple[str, str]]:
         listen = await connect(url, autocommit=True)
@@ -228,7 +229,7 @@ def test_view_on_postgresql_follows_two_devices(tmp_path: Path, url: str) -> Non
               spawn("--store", str(b), "push", "--to", url, "--watch", machine="dev-b")]  # fmt: skip
     name = f"ctxsync{os.getpid()}"
     env = f"-u COLUMNS -u LINES XDG_STATE_HOME={tmp_path / 'state'} TERM=xterm-256color"
-    cmd = f"env {env} {sys.executable} -m ctxview.backend.cli view --store '{url}'"
+    cmd = f"env {env} {sys.executable} -m ctxview.cli view --store '{url}'"
     subprocess.run(["tmux", "-L", name, "new-session", "-d", "-s", name, "-x", "180", "-y", "30",
                     cmd], check=True)  # fmt: skip
 

@@ -59,7 +59,7 @@ def _kill_rounds(cmd: list[str], rng: random.Random, env: dict[str, str],
         base = progress()
         between()
         target = base + rng.randint(2, ROUND_EVENTS // 3)
-        p = subprocess.Popen([sys.executable, "-m", "ctxview.backend.cli", *cmd],
+        p = subprocess.Popen([sys.executable, "-m", "ctxview.cli", *cmd],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env={**os.environ, **env})  # fmt: skip
         deadline = time.monotonic() + 60

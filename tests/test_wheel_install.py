@@ -60,14 +60,14 @@ def test_the_wheel_has_nothing_top_level_but_ctxview(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names}
     assert tops == {"ctxview", "ctxview-0.1.0.dist-info"}
-    for part in ("backend", "viewer", "themes"):
+    for part in ("engine", "store", "agents", "viewer", "themes"):
         assert f"ctxview/{part}/__init__.py" in names
     # The package data the commands need at run time.
-    assert "ctxview/backend/config.json" in names
+    assert "ctxview/rules/config.json" in names
     assert "ctxview/viewer/app.tcss" in names
-    assert "ctxview/backend/serve_page/app_index.html" in names  # serve's own page and icon
-    assert "ctxview/backend/serve_page/favicon.svg" in names
-    assert any(n.startswith("ctxview/backend/demo_project/") for n in names)
+    assert "ctxview/serve/page/app_index.html" in names  # serve's own page and icon
+    assert "ctxview/serve/page/favicon.svg" in names
+    assert any(n.startswith("ctxview/demo/project/") for n in names)
 
 
 def test_installed_beside_another_backend_and_viewer(wheel: Path, tmp_path: Path) -> None:
@@ -92,9 +92,9 @@ def test_installed_beside_another_backend_and_viewer(wheel: Path, tmp_path: Path
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CTXVIEW"))}
     env["HOME"] = str(tmp_path / "home")
     imported = run(python, "-c",
-                   "import backend, viewer, themes, ctxview, ctxview.backend.cli, ctxview.viewer;"
+                   "import backend, viewer, themes, ctxview, ctxview.cli, ctxview.viewer;"
                    "print(backend.WHO); print(viewer.WHO); print(themes.WHO);"
-                   "print(ctxview.__file__); print(ctxview.backend.cli.__file__)",
+                   "print(ctxview.__file__); print(ctxview.cli.__file__)",
                    cwd=tmp_path, env=env).splitlines()  # fmt: skip
     assert imported[:3] == [f"someone else: {p}" for p in ("backend", "viewer", "themes")]
     for path in imported[3:]:

@@ -7,8 +7,8 @@ import asyncio
 import time
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
+from ctxview.engine.session import Session
+from ctxview.store import Reader, Writer
 
 
 async def test_close_right_after_a_new_session_returns(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ def test_a_demo_on_a_store_kept_locked_says_so_and_exits(tmp_path: Path) -> None
 
     store = tmp_path / "s.db"
     env = {**os.environ, "CTXVIEW_BUSY_TIMEOUT_MS": "300"}
-    cmd = [sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), "demo", "--no-view",
+    cmd = [sys.executable, "-m", "ctxview.cli", "--store", str(store), "demo", "--no-view",
            "--pace", "0"]
     assert subprocess.run(cmd, capture_output=True, env=env, timeout=120).returncode == 0
     holder = sqlite3.connect(store, isolation_level=None)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.agents.hook_client import stop
+
+from ctxview.agents.hook_client import stop
 
 HERE = Path(__file__).resolve().parent
 CLAUDE = HERE / "claude" / "node_modules" / ".bin" / "claude"

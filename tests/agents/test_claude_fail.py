@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from claude_helpers import needs_claude, project, tool_results
-from ctxview.backend.store import Writer
 from fake_anthropic import FakeAnthropic
+
+from ctxview.store import Writer
 
 pytestmark = [needs_claude, pytest.mark.e2e]
 

@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 from claude_helpers import bash_turn
-from ctxview.backend.agents import failures
-from ctxview.backend.agents.claude_hooks import HookEngine
-from ctxview.backend.agents.hook_client import default_store, private_folder, socket_path, stop
-from ctxview.backend.importers.runner import import_file
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
-from ctxview.backend.store.paths import default_store_path
+
+from ctxview.agents import failures
+from ctxview.agents.claude_code.hooks import HookEngine
+from ctxview.agents.hook_client import default_store, private_folder, socket_path, stop
+from ctxview.engine.session import Session
+from ctxview.importers.runner import import_file
+from ctxview.store import Writer
+from ctxview.store.paths import default_store_path
 
 SID = "5e55-1011"
 
@@ -429,7 +430,7 @@ def _client(store: Path, stdin: bytes, **env: str) -> tuple[subprocess.Completed
                                                              float]:  # fmt: skip
     t = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.agents.hook_client", "post-tool-use",
+        [sys.executable, "-m", "ctxview.agents.hook_client", "post-tool-use",
          "--store", str(store)], input=stdin, capture_output=True, timeout=30,
         env={**os.environ, **env},
     )  # fmt: skip
@@ -490,7 +491,7 @@ def _engines(store: Path) -> list[int]:
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if b"ctxview.backend.agents.daemon" in argv and str(store).encode() in argv and (
+        if b"ctxview.agents.daemon" in argv and str(store).encode() in argv and (
                 state != "Z"):  # fmt: skip
             pids.append(int(proc.name))
     return pids

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 from claude_helpers import needs_claude, project, tool_results
-from ctxview.backend.agents import endpoint, failures
-from ctxview.backend.agents.hook_client import stop
 from fake_anthropic import FakeAnthropic
+
+from ctxview.agents import endpoint, failures
+from ctxview.agents.hook_client import stop
 
 SID = "0ff1ce00-1111-2222-3333-444455556666"
 
@@ -60,7 +61,7 @@ def _start_engine(store: Path) -> endpoint.Endpoint:
     """The store's endpoint made (as install makes it) and its engine started (as the
     SessionStart command starts it)."""
     ep = endpoint.ensure(store)
-    subprocess.run([sys.executable, "-m", "ctxview.backend.agents.hook_client", "_ping",
+    subprocess.run([sys.executable, "-m", "ctxview.agents.hook_client", "_ping",
                     "--store", str(store)], input=b"", check=True, timeout=30)  # fmt: skip
     deadline = time.monotonic() + 30
     while _health(ep) is None:

@@ -66,7 +66,7 @@ def test_project_install_merges_is_idempotent_and_uninstall_restores(tmp_path: P
     command = shlex.split(s["hooks"]["SessionStart"][0]["hooks"][0]["command"])
     assert Path(command[0]).is_absolute() and Path(command[0]).exists()  # the installed ctxview
     assert command[1] == "-S" and command[3] == "session-start"
-    assert command[2].endswith("backend/agents/hook_client.py") and Path(command[2]).exists()
+    assert command[2].endswith("src/ctxview/agents/hook_client.py") and Path(command[2]).exists()
     m = json.loads(mcp.read_text())
     assert m["mcpServers"]["other"] == THEIR_MCP["mcpServers"]["other"]
     server = m["mcpServers"]["ctxview"]
@@ -127,7 +127,7 @@ def test_an_install_after_ctxview_moved_replaces_the_old_path(tmp_path: Path) ->
     the person's own settings, as http hooks where they can be."""
     (tmp_path / ".claude").mkdir()
     old = {"model": "team", "hooks": {"PostToolUse": [{"matcher": "*", "hooks": [
-        {"type": "command", "command": "/old/venv/bin/python -m ctxview.backend.agents.hook_client "
+        {"type": "command", "command": "/old/venv/bin/python -m ctxview.agents.hook_client "
          "post-tool-use", "timeout": 5}]}]}}  # fmt: skip
     (tmp_path / ".claude" / "settings.json").write_text(json.dumps(old, indent=4))
     done = ctxview(tmp_path, tmp_path, "install", "claude-code")

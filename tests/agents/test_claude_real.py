@@ -19,7 +19,7 @@ NOTES = "".join(f"line {i} {'beta' if i % 7 == 0 else 'alpha'}\n" for i in range
 
 def _mcp_ready() -> bool:
     try:
-        import ctxview.backend.agents.mcp_server  # noqa: F401
+        import ctxview.agents.mcp.server  # noqa: F401
     except ImportError:
         return False
     return True

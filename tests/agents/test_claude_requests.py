@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 from claude_helpers import Project, needs_claude
-from ctxview.backend.importers import api_requests as api
 from fake_anthropic import FakeAnthropic, is_summary_request
+
+from ctxview.importers import api_requests as api
 
 
 def _marks(body: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -242,8 +243,8 @@ async def test_imported_as_it_grows_equal_what_was_sent(session: dict[str, Any],
                                                         tmp_path: Path) -> None:  # fmt: skip
     """The transcript imported in pieces, each by a new importer (as `follow` restarted or
     `import` run again would): a request's tail names messages an earlier piece read."""
-    from ctxview.backend.importers.runner import import_file
-    from ctxview.backend.store import Writer
+    from ctxview.importers.runner import import_file
+    from ctxview.store import Writer
 
     lines = session["path"].read_text().splitlines(keepends=True)
     grown = tmp_path / session["path"].name

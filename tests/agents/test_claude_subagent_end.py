@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from claude_helpers import Project, needs_claude, project
-from ctxview.backend.agents import hook_trace
 from fake_anthropic import FakeAnthropic
+
+from ctxview.agents import hook_trace
 
 pytestmark = [needs_claude, pytest.mark.e2e]
 

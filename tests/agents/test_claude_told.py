@@ -19,11 +19,12 @@ from claude_helpers import (
     project,
     tool_results,
 )
-from ctxview.backend.agents.claude_hooks import SAVED_PAST, SHOWS_AT_MOST
-from ctxview.backend.agents.install_claude import HOOKS, active_events
-from ctxview.backend.prompts import CLAUDE, Active, claims
 from fake_anthropic import FakeAnthropic
 from prompt_checks import assert_told, normalized
+
+from ctxview.agents.claude_code.hooks import SAVED_PAST, SHOWS_AT_MOST
+from ctxview.agents.claude_code.install import HOOKS, active_events
+from ctxview.prompts import CLAUDE, Active, claims
 
 pytestmark = [needs_claude, pytest.mark.e2e]
 

@@ -11,7 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-CTXVIEW = [sys.executable, "-m", "ctxview.backend.cli"]
+CTXVIEW = [sys.executable, "-m", "ctxview.cli"]
 
 MINE = """\
 # my Codex settings

@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ctxview.backend.agents import codex_install
 from fake_openai import Call, Say, Scripted, tool_outputs
+
+from ctxview.agents.codex import install as codex_install
 
 HERE = Path(__file__).parent
 CODEX = HERE / "codex" / "node_modules" / ".bin" / "codex"
@@ -158,7 +159,7 @@ def test_codex_gets_the_rules_through_ctxview_mcp(tmp_path: Path) -> None:
     # An import of Codex's rollout lands in that session and adds its messages, never a second
     # copy of the results under other ids.
     imported = subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.cli", "--store", str(store), "import",
+        [sys.executable, "-m", "ctxview.cli", "--store", str(store), "import",
          str(rollout)], capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert imported.returncode == 0, imported.stderr

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.agents import codex_install
-from ctxview.backend.prompts import MCP, Active, claims
-from ctxview.backend.session import TOOLS
 from fake_openai import Call, Say, Scripted, tool_outputs
 from prompt_checks import assert_told, normalized
 from test_codex_mcp import CODEX, PROVIDER, _codex_env
+
+from ctxview.agents.codex import install as codex_install
+from ctxview.engine.session import TOOLS
+from ctxview.prompts import MCP, Active, claims
 
 pytestmark = pytest.mark.skipif(
     not CODEX.exists(),

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.agents import codex_install
 from fake_openai import Say, Scripted
 from test_codex_mcp import CODEX, PROVIDER, _codex_env
+
+from ctxview.agents.codex import install as codex_install
 
 pytestmark = pytest.mark.skipif(
     not CODEX.exists(),

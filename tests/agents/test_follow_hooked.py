@@ -26,10 +26,11 @@ from pathlib import Path
 
 import pytest
 from claude_helpers import CTXVIEW, bash_turn, needs_claude, project, tool_results
-from ctxview.backend.importers.runner import import_file
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
 from fake_anthropic import FakeAnthropic
+
+from ctxview.engine.session import Session
+from ctxview.importers.runner import import_file
+from ctxview.store import Writer
 
 SID = "0f011011-aaaa-bbbb-cccc-123456789abc"
 
@@ -215,8 +216,8 @@ async def test_follow_beside_the_hook_never_gives_an_id_the_hook_took(tmp_path: 
     """`follow` (its own writer, as its own process) reads each tool call before the hook
     stores the result; a result the hook did not store (its hook failed: Claude Code kept its
     own output) gets the session's next id, not one the hook took meanwhile."""
-    from ctxview.backend.agents.claude_hooks import HookEngine
-    from ctxview.backend.importers.runner import FileImporter
+    from ctxview.agents.claude_code.hooks import HookEngine
+    from ctxview.importers.runner import FileImporter
 
     store = tmp_path / "store.db"
     (tmp_path / "proj").mkdir()

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from claude_helpers import bash_turn
-from ctxview.backend.agents.claude_hooks import HookEngine
+
+from ctxview.agents.claude_code.hooks import HookEngine
 
 SID = "a11f-0002"
 

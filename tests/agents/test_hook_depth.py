@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.agents import failures
-from ctxview.backend.agents.hook_client import stop
+
+from ctxview.agents import failures
+from ctxview.agents.hook_client import stop
 
 
 def _raw(tmp: Path, ref: str, depth: int) -> bytes:
@@ -26,7 +27,7 @@ def _raw(tmp: Path, ref: str, depth: int) -> bytes:
 
 
 def _hook(store: Path, raw: bytes) -> bytes:
-    done = subprocess.run([sys.executable, "-m", "ctxview.backend.agents.hook_client",
+    done = subprocess.run([sys.executable, "-m", "ctxview.agents.hook_client",
                            "post-tool-use", "--store", str(store)], input=raw,
                           capture_output=True, timeout=30)  # fmt: skip
     assert (done.returncode, done.stderr) == (0, b"")
@@ -57,7 +58,7 @@ def test_a_deep_input_is_recorded_when_even_its_failure_is_too_deep_to_parse(
     session, tool and call of an input json cannot parse."""
     store = tmp_path / "store.db"
     try:
-        done = subprocess.run([sys.executable, "-m", "ctxview.backend.agents.hook_client",
+        done = subprocess.run([sys.executable, "-m", "ctxview.agents.hook_client",
                                "post-tool-use", "--store", str(store)],
                               input=_raw(tmp_path, "d3", 100_000), capture_output=True,
                               timeout=30, env={**os.environ, "CTXVIEW_HOOK_FAIL": "1"})  # fmt: skip

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.agents.claude_edits import apply_patch, before_patch
-from ctxview.backend.agents.claude_hooks import HookEngine
-from ctxview.backend.agents.hook_client import stop
+
+from ctxview.agents.claude_code.edits import apply_patch, before_patch
+from ctxview.agents.claude_code.hooks import HookEngine
+from ctxview.agents.hook_client import stop
 
 SECRET = "TOPSECRET-7f3a\nsecond secret line\n"
 
@@ -181,7 +182,7 @@ def test_through_the_hook_command_an_edit_naming_etc_passwd_shows_the_reports_di
                    "originalFile": "a fake file\n", "structuredPatch": []}, "e1")  # fmt: skip
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "ctxview.backend.agents.hook_client", "post-tool-use",
+            [sys.executable, "-m", "ctxview.agents.hook_client", "post-tool-use",
              "--store", str(store)], input=json.dumps(edit).encode(), capture_output=True,
             timeout=30,
         )  # fmt: skip

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ctxview.backend.agents import failures
-from ctxview.backend.agents.hook_client import stop
+
+from ctxview.agents import failures
+from ctxview.agents.hook_client import stop
 
 FAST = 1.0  # seconds a hook may take here on a loaded machine; a blocked engine costs 1.8 s
 
@@ -27,7 +28,7 @@ FAST = 1.0  # seconds a hook may take here on a loaded machine; a blocked engine
 def _hook(store: Path, payload: dict[str, Any], timeout: float = 30) -> tuple[bytes, float]:
     start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "ctxview.backend.agents.hook_client", "post-tool-use",
+        [sys.executable, "-m", "ctxview.agents.hook_client", "post-tool-use",
          "--store", str(store)], input=json.dumps(payload).encode(), capture_output=True,
         timeout=timeout,
     )  # fmt: skip

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 from claude_helpers import bash_turn
-from ctxview.backend.agents import live
-from ctxview.backend.agents.claude_hooks import HookEngine
-from ctxview.backend.session import Session
-from ctxview.backend.store.writer import Writer
+
+from ctxview.agents import live
+from ctxview.agents.claude_code.hooks import HookEngine
+from ctxview.engine.session import Session
+from ctxview.store.writer import Writer
 
 SID = "7ee0-0016"
 AGENT = "a5b6c7d"

@@ -19,10 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ctxview.backend.agents import endpoint, failures
-from ctxview.backend.agents.hook_client import stop
 
-CLIENT = Path(__file__).resolve().parents[2] / "backend" / "agents" / "hook_client.py"
+from ctxview.agents import endpoint, failures
+from ctxview.agents.hook_client import stop
+
+CLIENT = Path(__file__).resolve().parents[2] / "src" / "ctxview" / "agents" / "hook_client.py"
 AT_ONCE = 0.050  # seconds a failing hook may take (the median of several, after the first)
 
 
@@ -66,7 +67,7 @@ def _http(store: Path, cwd: Path, ref: str) -> tuple[bytes, float]:
 
 
 def _doctor(store: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ctxview.backend.cli", "--store", str(store),
+    return subprocess.run([sys.executable, "-m", "ctxview.cli", "--store", str(store),
                            "doctor"], capture_output=True, text=True, timeout=60, cwd=home,
                           env={**os.environ, "HOME": str(home)})  # fmt: skip
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxview.backend.agents import live
-from ctxview.backend.agents.mcp_server import Connection
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from ctxview.agents import live
+from ctxview.agents.mcp.server import Connection
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 
 async def _as_hook(store: Path, sid: str, tool: str, args: dict[str, object]) -> str:

@@ -10,8 +10,9 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from ctxview.backend.agents.mcp_server import Connection
 from engine_helpers import with_heartbeat
+
+from ctxview.agents.mcp.server import Connection
 
 
 async def _one_read(tmp_path: Path, sid: str) -> tuple[Connection, Path]:
@@ -48,7 +49,7 @@ async def test_a_call_waiting_for_another_writers_lock_leaves_the_loop_free(tmp_
     import subprocess
     import sys
 
-    from ctxview.backend.agents.live import lock_path
+    from ctxview.agents.live import lock_path
 
     conn, store = await _one_read(tmp_path, "s-wait")
     lock = lock_path(store, "s-wait")

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 HERE = Path(__file__).parent / "codex"
 SDK = HERE / "node_modules" / "@modelcontextprotocol" / "sdk"
@@ -35,7 +36,7 @@ async def test_node_sdk_lists_the_tools_and_recalls(tmp_path: Path) -> None:
         await session.run("read", {"path": "notes.md"})
     env = {**os.environ, "CTXVIEW_SESSION": session.id, "RECALL_ID": "#1000"}
     done = subprocess.run(
-        ["node", str(HERE / "mcp_client.mjs"), sys.executable, "-m", "ctxview.backend.cli",
+        ["node", str(HERE / "mcp_client.mjs"), sys.executable, "-m", "ctxview.cli",
          "--store", str(store), "mcp", "--tools", "all"],
         cwd=ws, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
-from ctxview.backend.agents import live
-from ctxview.backend.session import TOOLS, Session
-from ctxview.backend.store import Writer
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-CTXVIEW = [sys.executable, "-m", "ctxview.backend.cli"]
+from ctxview.agents import live
+from ctxview.engine.session import TOOLS, Session
+from ctxview.store import Writer
+
+CTXVIEW = [sys.executable, "-m", "ctxview.cli"]
 
 
 def _params(ws: Path, store: Path, *args: str, env: dict[str, str] | None = None

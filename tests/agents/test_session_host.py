@@ -7,9 +7,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ctxview.backend.result import Result
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from ctxview.engine.result import Result
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 
 async def test_a_read_in_the_hosts_form_and_an_output_kept_beside(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 MIXED = (
     "Before I present a complete plan, let me check the remaining files once more. "

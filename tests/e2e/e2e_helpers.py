@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 CTXVIEW = str(Path(sys.executable).with_name("ctxview"))
 GREETING = "Please look at the greeting module"
@@ -60,8 +61,8 @@ def insert_from_another_process(store: SmallStore, marker: str) -> float:
     code = f"""
 import asyncio
 import time
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 async def main():
     writer = await Writer.open({str(store.path)!r})

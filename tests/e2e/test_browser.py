@@ -12,8 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from ctxview.backend.rules.ids import format_id
 from e2e_helpers import GREETING, Served, SmallStore
+
+from ctxview.rules.ids import format_id
 
 CHROMIUM = Path("/usr/bin/chromium")
 DEMO_ID = re.compile(r"#10[0-9a-f]{2}\b")  # the demo's ids start at #1000

@@ -2,7 +2,7 @@
 800×600, the screen read from xterm.js's own buffer (what the page draws on its canvas, cell by
 cell). A result holding a long sentence, CJK, emoji (a skin-tone modifier, a joined family),
 combining marks and a word wider than the page shows every character once, in order, wrapped
-and never cropped (before viewer/render/cells.py, the last words of the emoji rows were lost at
+and never cropped (before src/ctxview/viewer/render/cells.py, the last words of the emoji rows were lost at
 the edge: Rich and xterm.js counted those emoji differently); the session list's
 columns fit the terminal, long titles (CJK among them) shortened with an ellipsis."""
 
@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 from characters_fixture import GUTTER, MIXED, SCROLLBAR, TITLES, build_store, squeeze
-from ctxview.viewer.screens.sessions import fit_columns
 from e2e_helpers import Served
 from rich.cells import cell_len
 from test_browser import CHROMIUM, FLAGS, local_only
+
+from ctxview.viewer.screens.sessions import fit_columns
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 

@@ -18,7 +18,7 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
 REALDATA = Path(__file__).resolve().parents[2].parent / "shared" / "realdata"
 REAL = REALDATA / "claude-code-log" / "-Users-dain-workspace-coderabbit-review-helper"
 REAL_ID = "cc-cb2e607c-c758-415a-8b45-c49e4631906a"
-CLI = [sys.executable, "-m", "ctxview.backend.cli"]
+CLI = [sys.executable, "-m", "ctxview.cli"]
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 

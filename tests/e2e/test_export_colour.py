@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ctxview.backend.cli import main
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Body, Event
+
+from ctxview.cli import main
+from ctxview.store import Writer
+from ctxview.store.records import Body, Event
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

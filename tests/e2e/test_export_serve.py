@@ -11,9 +11,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from ctxview.backend.rules.ids import format_id
 from e2e_helpers import GREETING, Served, SmallStore
 from test_browser import CHROMIUM, open_page
+
+from ctxview.rules.ids import format_id
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 

@@ -8,9 +8,10 @@ import socket
 import subprocess
 from pathlib import Path
 
-from ctxview.backend.cli import build_parser
-from ctxview.backend.commands.serve import ctxview_command, is_loopback, public_url, served_command
 from e2e_helpers import CTXVIEW, SmallStore, free_port
+
+from ctxview.cli import build_parser
+from ctxview.commands.serve import ctxview_command, is_loopback, public_url, served_command
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -2,7 +2,7 @@
 
 textual-serve runs one `ctxview view` per tab and speaks to it through its stdin and stdout. A
 server that is killed (or crashes, or is stopped by a supervisor before it has told each tab to
-quit) closes the tabs' stdin and nothing else: before `viewer/served_driver.py`, each tab's app
+quit) closes the tabs' stdin and nothing else: before `src/ctxview/viewer/served_driver.py`, each tab's app
 stayed alive, holding the store open, until somebody killed it by hand.
 """
 

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ctxview.backend.rules.ids import format_id
 from e2e_helpers import CTXVIEW, GREETING, SmallStore, Tmux, insert_from_another_process
+
+from ctxview.rules.ids import format_id
 
 pytestmark = [
     pytest.mark.e2e,

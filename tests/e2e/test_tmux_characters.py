@@ -1,7 +1,7 @@
 """Issue 10.1 in a real terminal: the result of characters_fixture (CJK, emoji with a skin-tone
 modifier, joined emoji, combining marks, a 250-cell word) in tmux at 70×40 shows every character
 once, in order. Rich counts a skin-tone modifier as 0 cells, tmux draws it as 2: before
-viewer/render/cells.py, a row holding modifiers lost its last word at the edge."""
+src/ctxview/viewer/render/cells.py, a row holding modifiers lost its last word at the edge."""
 
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ pytestmark = [pytest.mark.e2e,
 
 
 def test_widths_are_counted_as_terminals_draw_them() -> None:
-    import ctxview.viewer  # noqa: F401  (the viewer sets the widths up when imported)
     from rich.cells import cell_len
+
+    import ctxview.viewer  # noqa: F401  (the viewer sets the widths up when imported)
 
     assert cell_len("👍🏽") == 4 and cell_len("a👍🏽b") == 6  # tmux 3.3 and xterm.js: 2 + 2
     assert cell_len("e\u0301") == 1 and cell_len("漢") == 2 and cell_len("😀") == 2

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
 from e2e_helpers import CTXVIEW, Tmux
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 pytestmark = [
     pytest.mark.e2e,

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
 from store_fixture import STARTED
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 MARKDOWN = """### **Current Configuration Files**
 

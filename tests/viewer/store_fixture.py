@@ -7,8 +7,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 
 STARTED = 1_764_000_000.0  # fixed, so nothing on screen depends on when the test runs
 # Elision at a small scale: a few dozen steps of 60-line outputs take strides.

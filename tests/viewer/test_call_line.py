@@ -1,5 +1,5 @@
 """A call's line in the viewer (`▸ tool summary`) is the exports' one-line summary
-(backend/call_summary.py), except where the viewer has a form of its own, such as arguments
+(src/ctxview/report/call_summary.py), except where the viewer has a form of its own, such as arguments
 short enough to read whole."""
 
 from __future__ import annotations
@@ -8,12 +8,13 @@ import json
 from typing import Any
 
 import pytest
-from ctxview.backend.call_summary import args_summary
-from ctxview.backend.store.records import Event
+
+from ctxview.report.call_summary import args_summary
+from ctxview.store.records import Event
 from ctxview.themes import THEMES
+from ctxview.viewer.layout.outline import Block
 from ctxview.viewer.render.blocks import BlockData, RenderContext, render_block
-from ctxview.viewer.render.outline import Block
-from ctxview.viewer.render.palette import palette_for
+from ctxview.viewer.render.colours import palette_for
 
 PALETTE = palette_for(THEMES["ctxview-dark"].theme)
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ctxview.backend.config import Config
-from ctxview.backend.context import load_texts, render_context, replay
-from ctxview.backend.store import Reader
+from store_fixture import ELIDE, long_session
+from viewer_helpers import block_by_rid, ready, settle, wait_for
+
+from ctxview.context.state import load_texts, render_context, replay
+from ctxview.rules.config import Config
+from ctxview.store import Reader
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.screens.context import ContextScreen
 from ctxview.viewer.widgets.context_panel import ContextPanel, bucketed, sparkline
-from store_fixture import ELIDE, long_session
-from viewer_helpers import block_by_rid, ready, settle, wait_for
 
 SIZE = (140, 50)
 

@@ -9,13 +9,14 @@ import sys
 import time
 from pathlib import Path
 
-from ctxview.backend.commands.demo import HINT, _hint_then_play
-from ctxview.backend.demo import copy_project, open_demo, run_demo
-from ctxview.backend.store import Reader
-from ctxview.viewer.app import CtxviewApp
 from viewer_helpers import wait_for
 
-# The installed console script (`python -m backend.cli` would load the cli module twice).
+from ctxview.commands.demo import HINT, _hint_then_play
+from ctxview.demo.run import copy_project, open_demo, run_demo
+from ctxview.store import Reader
+from ctxview.viewer.app import CtxviewApp
+
+# The installed console script (`python -m ctxview.cli` would load the cli module twice).
 CTXVIEW = [str(Path(sys.executable).with_name("ctxview"))]
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.widgets.transcript_view import TranscriptView
 from store_fixture import ELIDE, long_session
 from viewer_helpers import block_by_rid, ready, settle, wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Reader, Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.widgets.transcript_view import TranscriptView
 
 SIZE = (120, 40)
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import re
 
-from ctxview.backend.store.records import Event
-from ctxview.themes import THEMES
-from ctxview.viewer.render.blocks import BlockData, RenderContext, render_block
-from ctxview.viewer.render.outline import Block
-from ctxview.viewer.render.palette import palette_for
-from ctxview.viewer.render.wrap import wrap_strips
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from rich.style import Style
+
+from ctxview.store.records import Event
+from ctxview.themes import THEMES
+from ctxview.viewer.layout.outline import Block
+from ctxview.viewer.render.blocks import BlockData, RenderContext, render_block
+from ctxview.viewer.render.colours import palette_for
+from ctxview.viewer.render.wrap import wrap_strips
 
 PALETTE = palette_for(THEMES["ctxview-dark"].theme)
 CONSOLE = Console(width=300, color_system="truecolor", legacy_windows=False)

@@ -9,13 +9,14 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Body, Event
+from viewer_helpers import settle, view_of, wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
+from ctxview.store.records import Body, Event
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.widgets import transcript_view
 from ctxview.viewer.widgets.transcript_view import TranscriptView
-from viewer_helpers import settle, view_of, wait_for
 
 SIZE = (100, 30)
 RESULTS = 1500

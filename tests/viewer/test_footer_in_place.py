@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.transcript import TranscriptScreen
-from ctxview.viewer.widgets.footer import KeysFooter
 from store_fixture import fill
 from textual.widgets._footer import FooterKey
 from viewer_helpers import ready, settle, wait_for
+
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.transcript import TranscriptScreen
+from ctxview.viewer.widgets.footer import KeysFooter
 
 
 def shown(footer: KeysFooter) -> list[str]:

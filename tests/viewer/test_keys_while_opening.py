@@ -11,13 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
+from store_fixture import Filled, fill
+from textual.widgets import Input
+from viewer_helpers import ready, view_of, wait_for
+
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.messages import OpenResult
 from ctxview.viewer.screens.result import ResultScreen
 from ctxview.viewer.screens.transcript import TranscriptScreen
-from store_fixture import Filled, fill
-from textual.widgets import Input
-from viewer_helpers import ready, view_of, wait_for
 
 
 @pytest.fixture

@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.sessions import SessionsScreen
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from viewer_helpers import wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Reader, Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.sessions import SessionsScreen
 
 # A long title: its distinctive word comes after the part the Title column shows.
 LONG = "update the docs " * 8 + "quokka"

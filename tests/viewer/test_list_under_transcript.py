@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.sessions import SessionsScreen
 from textual.widgets import DataTable
 from viewer_helpers import ready, wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.sessions import SessionsScreen
 
 COMMITS = 6
 

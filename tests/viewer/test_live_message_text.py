@@ -13,10 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ctxview.backend.importers.runner import FileImporter
-from ctxview.backend.store import Writer
-from ctxview.viewer.app import CtxviewApp
 from viewer_helpers import ready, settle, wait_for
+
+from ctxview.importers.runner import FileImporter
+from ctxview.store import Writer
+from ctxview.viewer.app import CtxviewApp
 
 SIZE = (100, 30)
 SID = "6f1c2b9e-0000-4000-8000-00000000a416"

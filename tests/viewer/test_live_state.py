@@ -15,12 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.sessions import SessionsScreen
 from textual.widgets import DataTable, Static
 from viewer_helpers import wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Reader, Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.sessions import SessionsScreen
 
 CTXVIEW = str(Path(sys.executable).with_name("ctxview"))
 
@@ -63,7 +64,7 @@ def test_a_killed_writer_stops_being_live_when_its_lease_runs_out(tmp_path: Path
     store = tmp_path / "store.db"
     code = f"""
 import asyncio, sys
-from ctxview.backend.store import writer as w
+from ctxview.store import writer as w
 w.LEASE_SECONDS, w.LEASE_RENEW = 3.0, 0.2
 async def main():
     wr = await w.Writer.open({str(store)!r})

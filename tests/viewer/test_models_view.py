@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.render.links import is_note
 from rich.text import Text
 from store_fixture import Filled, fill
 from textual.strip import Strip
 from viewer_helpers import ready, settle
+
+from ctxview.engine.session import Session
+from ctxview.store import Reader, Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.render.links import is_note
 
 SIZE = (250, 60)  # wide: no line of the fixture wraps, so a row is a line
 

@@ -8,8 +8,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from rich.cells import cell_len
+from store_fixture import fill
+from textual.widgets import DataTable, Static
+from textual.widgets._footer import FooterKey
+from viewer_helpers import ready, settle, view_of, wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.screens.context import ContextScreen
 from ctxview.viewer.screens.sessions import EMPTY, SessionsScreen, fit_columns
@@ -17,11 +23,6 @@ from ctxview.viewer.widgets import context_panel
 from ctxview.viewer.widgets.context_panel import ContextPanel
 from ctxview.viewer.widgets.footer import KeysFooter
 from ctxview.viewer.widgets.wrapped_text import WrappedText, fold_starts
-from rich.cells import cell_len
-from store_fixture import fill
-from textual.widgets import DataTable, Static
-from textual.widgets._footer import FooterKey
-from viewer_helpers import ready, settle, view_of, wait_for
 
 
 def shown_keys(app: CtxviewApp) -> list[str]:

@@ -9,17 +9,18 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.context import ContextScreen
-from ctxview.viewer.screens.help import HelpScreen, keys_table
-from ctxview.viewer.widgets.wrapped_text import WrappedText
 from rich.console import Console
 from store_fixture import fill
 from test_narrow_and_list import shown_keys
 from textual.widgets import Static
 from viewer_helpers import open_request, ready, settle, wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.context import ContextScreen
+from ctxview.viewer.screens.help import HelpScreen, keys_table
+from ctxview.viewer.widgets.wrapped_text import WrappedText
 
 SIZE = (80, 24)
 TITLE = "Make the cart total round to cents and fix the failing checkout tests in the web shop"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 
-from ctxview.backend.store.reader import OUTLINE_COLUMNS
-from ctxview.viewer.render.heights import Heights
-from ctxview.viewer.render.outline import Outline
+from ctxview.store.reader import OUTLINE_COLUMNS
+from ctxview.viewer.layout.heights import Heights
+from ctxview.viewer.layout.outline import Outline
 
 
 def test_heights_match_a_plain_list() -> None:

@@ -6,14 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ctxview.backend.demo import run_demo
-from ctxview.backend.store import Reader
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.messages import Jump, OpenResult, OpenSession
-from ctxview.viewer.palette import describe_args
 from textual.command import CommandPalette
 from textual.message import Message
 from viewer_helpers import palette_search, wait_for
+
+from ctxview.demo.run import run_demo
+from ctxview.store import Reader
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.command_palette import describe_args
+from ctxview.viewer.messages import Jump, OpenResult, OpenSession
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +115,9 @@ def test_describe_args() -> None:
 
 
 async def test_question_mark_shows_the_keys_and_closes(demo_store: tuple[Path, str]) -> None:
-    from ctxview.viewer.screens.help import KEYS, HelpScreen
     from textual.widgets import Static
+
+    from ctxview.viewer.screens.help import KEYS, HelpScreen
 
     store, _ = demo_store
     app = CtxviewApp(store, watch=False)

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.transcript import TranscriptScreen
 from readable_fixture import Readable, make
 from textual.pilot import Pilot
 from viewer_helpers import at_top, block_by_rid, ready, settle, wait_for
+
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.transcript import TranscriptScreen
 
 SIZE = (110, 48)
 REALDATA = Path(__file__).resolve().parents[3] / "shared" / "realdata"
@@ -77,8 +78,8 @@ Summary: the cart total is fixed."""
 async def test_a_compaction_summary_is_markdown_as_messages_are(tmp_path: Path) -> None:
     """Issue 16 §4.2: Claude Code's summary is the model's Markdown; drawn raw, its `**` and
     backticks stood among rendered messages. `r` shows it raw, as it does a message."""
-    from ctxview.backend.session import Session
-    from ctxview.backend.store import Writer
+    from ctxview.engine.session import Session
+    from ctxview.store import Writer
 
     ws = tmp_path / "ws"
     ws.mkdir()

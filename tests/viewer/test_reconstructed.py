@@ -12,12 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
-from ctxview.backend.importers.runner import import_file
-from ctxview.backend.store import Writer
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.context import ContextScreen
 from textual.widgets import Static
 from viewer_helpers import open_request, ready
+
+from ctxview.importers.runner import import_file
+from ctxview.store import Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.context import ContextScreen
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WITH_RECORDS = FIXTURES / "viewer" / "claude_2_1_328_requests.jsonl"

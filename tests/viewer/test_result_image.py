@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxview.backend.importers.runner import import_file
-from ctxview.backend.store import Reader, Writer
-from ctxview.viewer.app import CtxviewApp
 from viewer_helpers import block_by_rid, ready, settle
+
+from ctxview.importers.runner import import_file
+from ctxview.store import Reader, Writer
+from ctxview.viewer.app import CtxviewApp
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "viewer" / (
     "claude_2_1_328_image_result.jsonl")  # fmt: skip

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxview.backend.store import Reader
+from store_fixture import fill
+from viewer_helpers import ready, wait_for
+
+from ctxview.store import Reader
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.messages import OpenResult
 from ctxview.viewer.screens.result import ResultScreen
-from store_fixture import fill
-from viewer_helpers import ready, wait_for
 
 SIZE = (110, 40)
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from store_fixture import fill
+from viewer_helpers import ready, wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.messages import OpenResult
 from ctxview.viewer.screens.result import ResultScreen
-from store_fixture import fill
-from viewer_helpers import ready, wait_for
 
 SIZE = (100, 40)
 

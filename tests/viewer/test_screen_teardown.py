@@ -9,12 +9,13 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.transcript import TranscriptScreen
 from test_store_follow import make_store, shows, until
 from textual import on
 from textual.messages import Prune
 from textual.pilot import Pilot
+
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.transcript import TranscriptScreen
 
 
 def busy(screen: TranscriptScreen, ran: list[int]) -> Callable[[], object]:

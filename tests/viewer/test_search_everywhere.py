@@ -11,13 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.search import SearchScreen
-from ctxview.viewer.screens.transcript import TranscriptScreen
 from readable_fixture import Readable, make
 from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
 from viewer_helpers import at_top, block_by_rid, ready, settle, view_of, wait_for
+
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.search import SearchScreen
+from ctxview.viewer.screens.transcript import TranscriptScreen
 
 SIZE = (110, 40)
 CTXVIEW = str(Path(sys.executable).with_name("ctxview"))

@@ -7,11 +7,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from textual.widgets import DataTable
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.screens.sessions import SessionsScreen, human_count, short_path
-from textual.widgets import DataTable
 
 
 @pytest.fixture
@@ -124,7 +125,7 @@ async def test_a_busy_store_still_updates_the_list(tmp_path: Path, writer: Write
 
 
 def test_a_long_title_is_cut_so_the_row_stays_in_view() -> None:
-    from ctxview.backend.store.records import SessionRow
+    from ctxview.store.records import SessionRow
     from ctxview.viewer.screens.sessions import TITLE_WIDTH, row_view
 
     s = SessionRow("s1", "word " * 40 + "\nsecond line", "/w", "live", None, None, None, None,

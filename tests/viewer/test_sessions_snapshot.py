@@ -7,12 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.sessions import SessionsScreen
 from textual.pilot import Pilot
 from textual.widgets import DataTable
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.sessions import SessionsScreen
 
 T0 = 1_767_000_000.0  # 2025-12-29 09:20 UTC
 

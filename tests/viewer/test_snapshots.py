@@ -7,11 +7,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.result import ResultScreen
 from store_fixture import Filled, fill
 from textual.pilot import Pilot
 from viewer_helpers import at_top, block_by_rid, ready, settle, wait_for
+
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.screens.result import ResultScreen
 
 SIZE = (110, 48)
 

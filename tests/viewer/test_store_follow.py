@@ -7,13 +7,14 @@ import os
 import time
 from pathlib import Path
 
-from ctxview.backend.store import Writer
-from ctxview.backend.store.connect import identity
-from ctxview.backend.store.records import Event
+from textual.pilot import Pilot
+
+from ctxview.store import Writer
+from ctxview.store.connect import identity
+from ctxview.store.records import Event
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.screens.sessions import SessionsScreen, SessionTable
 from ctxview.viewer.screens.transcript import TranscriptScreen
-from textual.pilot import Pilot
 
 
 async def make_store(path: Path, session: str, title: str, texts: list[str]) -> None:

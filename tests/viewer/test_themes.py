@@ -8,9 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
-from ctxview.viewer.app import CtxviewApp
 from pygments.styles import get_style_by_name
 from textual.color import Color
 from textual.command import CommandPalette
@@ -18,6 +15,9 @@ from textual.widgets import OptionList
 from viewer_helpers import palette_search, wait_for
 
 from ctxview import themes
+from ctxview.engine.session import Session
+from ctxview.store import Writer
+from ctxview.viewer.app import CtxviewApp
 
 CTXVIEW = str(Path(sys.executable).with_name("ctxview"))
 
@@ -121,9 +121,10 @@ def test_unknown_theme_is_one_sentence_listing_them(store: Path) -> None:
 def test_diff_tints_survive_256_colours(name: str) -> None:
     """Issue 16 §4.3: in a 256-colour terminal a diff line's tint is a colour of the palette
     that is neither the theme's background there nor grey (ctxview-dark's became black)."""
-    from ctxview.viewer.render.palette import palette_for
     from rich.color import Color as RichColor
     from rich.color import ColorSystem
+
+    from ctxview.viewer.render.colours import palette_for
 
     theme = themes.THEMES[name].theme
     pal = palette_for(theme, "256")

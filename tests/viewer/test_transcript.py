@@ -8,14 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Body, Event
+from store_fixture import Filled, fill
+from viewer_helpers import block_by_rid, ready, settle, view_of, wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
+from ctxview.store.records import Body, Event
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.screens.result import ResultScreen
 from ctxview.viewer.screens.transcript import TranscriptScreen
-from store_fixture import Filled, fill
-from viewer_helpers import block_by_rid, ready, settle, view_of, wait_for
 
 SIZE = (120, 50)
 CTXVIEW = str(Path(sys.executable).parent / "ctxview")

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
+from viewer_helpers import ready, wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
 from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.screens.transcript import TranscriptScreen
-from viewer_helpers import ready, wait_for
 
 SIZE = (100, 30)
 

@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 import test_far_jump
-from ctxview.backend.session import Session
-from ctxview.backend.store import Reader, Writer
-from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.widgets.transcript_view import TranscriptView
 from test_far_jump import FIRST, RESULTS
 from textual._compositor import Compositor
 from viewer_helpers import settle, view_of, wait_for
+
+from ctxview.engine.session import Session
+from ctxview.store import Reader, Writer
+from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.widgets.transcript_view import TranscriptView
 
 SIZE = (100, 30)
 long_store = test_far_jump.long_store  # the fixture: a long session, small loading steps

@@ -9,15 +9,16 @@ import sys
 import time
 from pathlib import Path
 
-from ctxview.backend.store import Reader, Writer
-from ctxview.backend.store.records import Event
-from ctxview.viewer.watch import StoreWatcher, store_filter
 from watchfiles import Change
+
+from ctxview.store import Reader, Writer
+from ctxview.store.records import Event
+from ctxview.viewer.watch import StoreWatcher, store_filter
 
 COMMIT = """
 import asyncio, sys
-from ctxview.backend.store import Writer
-from ctxview.backend.store.records import Event
+from ctxview.store import Writer
+from ctxview.store.records import Event
 async def main():
     w = await Writer.open(sys.argv[1])
     await w.append("s", [Event(ts=1.0, kind="message", role="user", text="hi")])

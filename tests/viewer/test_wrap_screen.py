@@ -14,11 +14,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from ctxview.backend.session import Session
-from ctxview.backend.store import Writer
-from ctxview.viewer.app import CtxviewApp
 from store_fixture import STARTED
 from viewer_helpers import block_by_rid, ready, settle
+
+from ctxview.engine.session import Session
+from ctxview.store import Writer
+from ctxview.viewer.app import CtxviewApp
 
 DOTS = "." * 80
 PLAN = "Before I present a complete plan, let me check the remaining files once more."

@@ -6,12 +6,13 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from ctxview.viewer.render.outline import Block
-from ctxview.viewer.screens.context import ContextScreen
-from ctxview.viewer.widgets.transcript_view import TranscriptView
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
+
+from ctxview.viewer.layout.outline import Block
+from ctxview.viewer.screens.context import ContextScreen
+from ctxview.viewer.widgets.transcript_view import TranscriptView
 
 
 async def wait_for(pilot: Pilot, check: Callable[[], object], timeout: float = 30.0) -> None:

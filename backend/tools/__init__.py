@@ -1,5 +1,0 @@
-"""The agent's tools. Each returns its raw output; the engine applies the rules to it."""
-
-from .errors import ToolError
-
-__all__ = ["ToolError"]

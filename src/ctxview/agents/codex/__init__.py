@@ -1,0 +1,1 @@
+"""Codex: installing ctxview's MCP server into its config."""

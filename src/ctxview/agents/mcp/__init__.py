@@ -1,0 +1,1 @@
+"""ctxview's MCP server (recall, search, the tools with the rules) over stdio."""

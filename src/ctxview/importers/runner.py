@@ -1,0 +1,636 @@
+"""One source file imported into the store, from where the last import stopped.
+
+A `FileImporter` reads the lines added since its byte offset, feeds them to the format's parser
+and saves where it stopped (byte offset, line count, the file's identity, the parser's pending
+state) in the main session's `data`, in the same transaction as the rows those lines made (one
+about every `COMMIT_SECONDS`), so a second import of an unchanged file adds nothing, an appended
+file adds only its new lines, an import killed at any moment carries on exactly, and `follow`
+keeps one importer across polls. Session ids are deterministic: `cc-<sessionId>`,
+`cc-<agentId>` for a sub-agent file, `cx-<id>` for Codex (plus `-<hash of the path>` when
+another file already holds that id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ctxview.agents.live import HookPending, next_rid
+from ctxview.engine.session import Session
+from ctxview.files.regular import read_regular
+from ctxview.importers import claude_code, codex
+from ctxview.importers.common import BadRecord, TooDeep, parse_line, parse_record, when
+from ctxview.importers.detect import CLAUDE, CODEX, EXPORT, NotTranscript, detect
+from ctxview.importers.replay import Replay
+from ctxview.importers.source import Identity, head_hash, identity, lines_from
+from ctxview.store import Writer
+
+__all__ = ["FileImporter", "FileReport", "HookedElsewhere", "Problem", "check_file",
+           "import_file", "parse_line"]
+
+_IDENTIFY_LINES = 200
+# An import commits what it read, with the offset and parser state that cover it, about this
+# often: a kill loses at most this much work, and another writer never waits long for the lock.
+COMMIT_SECONDS = 0.5
+
+
+def _blank(raw: bytes) -> bool:
+    return len(raw) < 64 and not raw.strip()
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass
+class FileReport:
+    path: str
+    format: str | None = None
+    session: str | None = None
+    lines: int = 0  # lines read this time
+    bytes: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    replaced: bool = False  # the file was truncated or replaced since the last import
+    waiting: bool = False  # an incomplete last line is left for later
+    quiet: dict[str, int] = field(default_factory=dict)  # known kinds skipped -> how many
+    # Every session the file filled this time: its own and its inline sidechains' (sub-agents'
+    # child sessions), which the summary counted as none.
+    sessions: set[str] = field(default_factory=set)
+
+
+class HookedElsewhere(NotTranscript):
+    """The file is a copy of the transcript of a session a host writes live (one sentence):
+    refused like a file of neither format."""
+
+
+class _Moved(BaseException):
+    """The store's state of this file moved under a chunk (BaseException: never taken for a
+    bad record by the parsers' handlers)."""
+
+
+class Progress(Protocol):
+    def advance(self, nbytes: int) -> None: ...
+
+
+class Parser(Protocol):
+    async def feed(self, rec: Any, lineno: int) -> None: ...
+    async def provisional(self) -> None: ...
+    def unsaid(self) -> bool: ...
+    def state(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class SourceIds:
+    session: str
+    agent: str | None = None
+    cwd: str = ""
+    started: float | None = None  # None: no line read so far gives a time
+    legacy: bool = False
+    final: bool = True  # False: the file is too short yet to be sure (it may grow)
+
+    unnamed: bool = False  # no line read so far says whose session it is (named by the file)
+
+    def title(self, fmt: str) -> str:
+        return Path(self.cwd).name or f"{fmt} {self.session[:8]}"
+
+    def provisional(self) -> dict[str, Any]:
+        """What to look at again as the file grows ({} when nothing can change any more)."""
+        if self.final:
+            return {}
+        return {"session": self.session, "cwd": self.cwd, "started": self.started,
+                "unnamed": self.unnamed}  # fmt: skip
+
+
+class HeldCalls(Protocol):
+    """Tool calls a host's hook answered whose events wait to be stored right after the
+    transcript's record of the call (Claude Code's hooks answer first: claude_hooks.py), so the
+    message that made a call comes before its events, as the model went."""
+
+    def has(self, session_id: str, call_id: str) -> bool: ...
+
+    async def put(self, session_id: str, call_id: str) -> None: ...
+
+
+class Hub:
+    """The ctxview sessions one file fills: its own, and inline sidechains' (child sessions)."""
+
+    def __init__(self, writer: Writer, path: Path, fmt: str, main: Replay) -> None:
+        self.writer = writer
+        self.path = path
+        self.format = fmt
+        self.main = main
+        self.held: HeldCalls | None = None  # set by the host's hook engine that imports
+        self.waited: set[tuple[str, str]] = set()  # (session, call) a hook's lock was awaited for
+        self.hook_errors: list[dict[str, Any]] = []  # the host's records of hooks that failed
+        self.replays: dict[str, Replay] = {main.id: main}
+        self.sessions: set[str] = {main.id}  # every session this hub made or went back to
+        self._released: dict[str, dict[str, Any]] = {}
+        self.last_ts = time.time()
+
+    async def replay(self, sid: str) -> Replay:
+        found = self.replays.get(sid)
+        if found is None:
+            if sid in self._released:  # back to a sidechain let go this step: its state first
+                await self.writer.update_session(sid, **self._released.pop(sid))
+            found = await _resume(self.writer, sid, self.main.cwd)
+            self.replays[sid] = found
+        self.sessions.add(sid)
+        return found
+
+    async def child(self, sid: str, *, title: str, parent_call: str | None, started: float,
+                    source_ref: str | None) -> Replay:  # fmt: skip
+        if sid in self.replays:
+            return self.replays[sid]
+        if await self.writer.session_info(sid) is None:
+            session = await Session.start(
+                self.writer, self.main.cwd or "/", title=title, source=self.format,
+                session_id=sid, started=started, source_path=str(self.path),
+                source_ref=source_ref, parent_session=self.main.id, parent_call=parent_call,
+            )  # fmt: skip
+            # A sidechain is named by its Task call's description, not by its prompt.
+            data = {"titled": True} if parent_call else {}
+            self.replays[sid] = Replay(session, self.main.cwd, data)
+            self.sessions.add(sid)
+            return self.replays[sid]
+        return await self.replay(sid)
+
+    async def link_agent(self, agent_id: str, call_ref: str) -> None:
+        """A parent's Task/Agent call names its sub-agent: link the two, whichever came first."""
+        self.main.data.setdefault("agents", {})[agent_id] = call_ref
+        child = f"cc-{agent_id}"
+        info = await self.writer.session_info(child)
+        if info is not None and info["parent_call"] != call_ref:
+            await self.writer.update_session(child, parent_session=self.main.id,
+                                             parent_call=call_ref)  # fmt: skip
+
+    async def release(self, sid: str) -> None:
+        """A child session that is over: its state is written and it leaves memory (resumed from
+        the store should the transcript come back to it)."""
+        replay = self.replays.pop(sid, None)
+        if replay is not None and replay is not self.main:
+            # Written with the rest at the end of the step: an update now would end the batch.
+            self._released[sid] = self._fields(replay, ended=self.last_ts)
+
+    def _fields(self, replay: Replay, *, ended: float | None) -> dict[str, Any]:
+        fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False)}
+        if not (self.format == CLAUDE and replay.data.get("hooked")):
+            # A hooked Claude Code session's life is its hooks' (SessionStart, SessionEnd,
+            # SubagentStop): an import of its transcript, live or not, neither ends it nor makes
+            # it live again (the hook engine's own import made ended sub-agents live).
+            fields["ended"] = ended
+        if replay.title:
+            fields["title"] = replay.title
+        return fields
+
+    async def save(self, import_state: dict[str, Any], *, live: bool) -> str:
+        """Write each session's state. An imported session counts as ended at its last record
+        (nothing says more); one being followed is live. Returns the main session's data as
+        written."""
+        import_state["last_ts"] = self.last_ts
+        import_state["open"] = [sid for sid in self.replays if sid != self.main.id]
+        self.main.data["import"] = import_state
+        released, self._released = self._released, {}
+        for sid, fields in released.items():
+            await self.writer.update_session(sid, **fields)
+        written = ""
+        for replay in self.replays.values():
+            fields = self._fields(replay, ended=None if live else self.last_ts)
+            await self.writer.update_session(replay.id, **fields)
+            if replay is self.main:
+                written = fields["data"]
+        return written
+
+
+async def _resume(writer: Writer, sid: str, cwd: str) -> Replay:
+    info = await writer.session_info(sid)
+    if info is None:
+        raise KeyError(sid)
+    session = await Session.resume(writer, sid)
+    return Replay(session, info["workspace"] or cwd, json.loads(info["data"] or "{}"))
+
+
+def _named_by_file(path: Path, final: bool = True) -> SourceIds:
+    stem = path.stem
+    return SourceIds(stem[6:] if stem.startswith("agent-") else stem,
+                     agent=stem[6:] if stem.startswith("agent-") else None,
+                     final=final, unnamed=True)  # fmt: skip
+
+
+def identify(path: Path, fmt: str) -> SourceIds:
+    """The source session a file holds, from its first lines (never the whole file). `final`
+    is False while the file is shorter than those lines and lacks what they are read for: a file
+    still growing may tell its cwd or its start later, and then says the same as a whole one."""
+    found: dict[str, Any] | None = None
+    cwd: str | None = None
+    pick = claude_code.source_ids if fmt == CLAUDE else codex.source_ids
+    final = False
+    for n, line in enumerate(lines_from(path, 0, 0)):
+        if n >= _IDENTIFY_LINES:
+            final = True
+            break
+        if not line.complete:
+            break  # the rest of it is not written yet
+        try:
+            got = pick(parse_line(line.raw))
+        except (ValueError, RecursionError):
+            continue
+        if got and found is None:
+            found = got
+        if got and got.get("cwd") and not cwd:
+            cwd = got["cwd"]
+        if found and not found.get("ts") and got and got.get("ts"):
+            found["ts"] = got["ts"]  # metadata records come first and carry no time
+        if found and (cwd or fmt == CODEX) and found.get("ts"):
+            final = True
+            break
+    if found is None:
+        return _named_by_file(path, final)
+    cwd = cwd or found.get("cwd") or ""
+    if cwd and not cwd.startswith("/"):
+        cwd = "/" + cwd  # an anonymised or foreign (Windows) path: never resolved against ours
+    stamp = when(found.get("ts"), float("nan"))
+    return SourceIds(found["session"], agent=found.get("agent"), cwd=cwd,
+                     started=None if stamp != stamp else stamp,
+                     legacy=bool(found.get("legacy")), final=final)  # fmt: skip
+
+
+def session_id(fmt: str, ids: SourceIds) -> str:
+    if fmt == CODEX:
+        return f"cx-{ids.session}"
+    return f"cc-{ids.agent}" if ids.agent else f"cc-{ids.session}"
+
+
+class FileImporter:
+    """Imports one file; call `step()` again to take what was appended since (follow).
+
+    What is read is committed a transaction at a time (about every `COMMIT_SECONDS`), each with
+    the byte offset, the line count and the parser's state that cover its rows, so after a kill,
+    an exception or a full disk the next run starts exactly where the last commit stopped: nothing
+    twice, nothing lost. Each transaction holds the store's write lock; at its start the stored
+    state is compared with what this importer committed last, and when another process imported
+    the same file in the meantime its state is taken from the store: two imports at once make
+    one copy."""
+
+    commit_lines: int | None = None  # tests: commit after this many lines as well
+    # How long a transaction reads before it commits (the hook engine's import commits often:
+    # the other sessions it serves wait for the store behind it).
+    commit_seconds: float = COMMIT_SECONDS
+
+    def __init__(self, writer: Writer, path: Path | str, held: HeldCalls | None = None) -> None:
+        self.writer = writer
+        self.path = Path(path).expanduser().resolve()
+        self.held = held  # the hook engine's calls whose events go in after their records
+        self._waited: set[tuple[str, str]] = set()  # kept when the rest is forgotten
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop what is in memory: the store has the truth (after a rollback, or another
+        process's import of this file)."""
+        self.hub: Hub | None = None
+        self.parser: Parser | None = None
+        self.format: str | None = None
+        self.offset = 0
+        self.line = 0
+        self.ident: Identity | None = None
+        self.head = ""
+        self.problems_total = 0
+        self._ids: dict[str, Any] = {}  # what the first lines said, while they may say more
+        self._written: str | None = None  # the main session's data as last committed here
+        self._saved_line = 0  # the line count that commit covered
+        self._main_id: str | None = None  # the file's session, once known
+
+    async def step(self, *, live: bool = False, progress: Progress | None = None) -> FileReport:
+        if self.hub is None and detect(self.path) == EXPORT:  # ctxview's own export: its importer
+            from ctxview.importers.ctxview_json import import_export
+
+            return await import_export(self.writer, self.path)  # type: ignore[no-any-return]
+        report = FileReport(str(self.path))
+        quiet_before = dict(getattr(self.parser, "quiet", {}))
+        more = True
+        while more:
+            try:
+                async with self.writer.batch(), self.writer.transaction(self._still_current):
+                    more = await self._chunk(report, live, progress)
+                if more:
+                    # A turn for the other tasks of this process between two transactions (the
+                    # hook engine's other sessions wait for the store behind this import).
+                    await asyncio.sleep(0)
+            except _Moved:
+                # Another import of this file committed first: carry on from where it stopped
+                # (what this one read past its own last commit is that one's to report).
+                report.problems = [p for p in report.problems if p.line <= self._saved_line]
+                await self._rewind_ids()
+                self._forget()
+            except HookPending as pending:
+                # A hook (another process) may be storing a call this chunk met: the chunk is
+                # rolled back, the hook's lock awaited outside any transaction, the chunk read
+                # again (the call then found stored, or imported as Claude Code sent it).
+                report.problems = [p for p in report.problems if p.line <= self._saved_line]
+                await self._rewind_ids()
+                self._forget()
+                await pending.wait()
+                more = True
+            except BaseException:
+                await self._rewind_ids()
+                self._forget()  # what was read since the last commit is not in the store
+                raise
+        quiet = getattr(self.parser, "quiet", {})
+        report.quiet = {k: n - quiet_before.get(k, 0) for k, n in quiet.items()
+                        if n > quiet_before.get(k, 0)}  # fmt: skip
+        if report.session:
+            report.sessions.add(report.session)
+        # A session renamed on the way (named by the file until a record said whose it was)
+        # is counted once, by the name it has now.
+        report.sessions = {sid for sid in report.sessions
+                           if sid == report.session or await self.writer.session_info(sid)}  # fmt: skip
+        return report
+
+    async def _rewind_ids(self) -> None:
+        """The ids the rolled-back rows took go back to their tree's counter (shared with other
+        Sessions of the tree on this writer, `Writer.id_space`): the rerun gives them again,
+        as one clean import does, unless another writer's step in this process took ids after
+        them (the hook engine answers a call while it imports: `IdSpace.rewind`). Best effort:
+        a store that fails now is failing anyway."""
+        if self.hub is None:
+            return
+        with contextlib.suppress(Exception):
+            for replay in list(self.hub.replays.values()):
+                replay.session.ids.rewind(await next_rid(self.writer, replay.id),
+                                          owner=replay.session.writer)  # fmt: skip
+
+    async def _still_current(self) -> None:
+        """Run as the write lock is taken: what this chunk read from the store must not have
+        moved since (another process importing the same file)."""
+        if self._main_id is not None and not await self._current():
+            raise _Moved
+
+    async def _chunk(self, report: FileReport, live: bool, progress: Progress | None) -> bool:
+        """Read and save one transaction's worth; True when there is more to read now."""
+        if self._main_id is not None and not await self._current():
+            self._forget()
+        if self.hub is None:
+            fmt = detect(self.path)  # NotTranscript for a file of neither format
+            if fmt is None:
+                return False  # empty: nothing to decide yet
+            await self._open(fmt)
+        assert self.hub is not None and self.parser is not None
+        report.format, report.session = self.format, self.hub.main.id
+        if self._ids:
+            await self._identify_again()
+        now = identity(self.path)
+        if self._replaced(now):
+            report.replaced = True
+            await self.hub.main.message(
+                "system", "The source file was truncated or replaced; importing it again from "
+                "its start.", ts=time.time(), data={"subtype": "source_replaced"},
+            )  # fmt: skip
+            self.offset = self.line = 0
+            self.parser = self._parser({})
+        elif now.size == self.offset and self.ident is not None and not self.parser.unsaid():
+            self.ident = now
+            return False  # nothing new: an import of an unchanged file adds nothing
+        problems = len(report.problems)
+        more = await self._read(report, live, progress)
+        if not more:
+            # The end of what is written: a message its next record may continue is stored
+            # now, and replaced should that record come.
+            await self.parser.provisional()
+        self.ident = identity(self.path)
+        self.head = head_hash(self.path, self.offset)
+        self.problems_total += len(report.problems) - problems
+        state: dict[str, Any] = {
+            "format": self.format, "path": str(self.path), "offset": self.offset,
+            "line": self.line, "dev": self.ident.dev, "ino": self.ident.ino, "head": self.head,
+            "problems": self.problems_total, "parser": self.parser.state(),
+        }  # fmt: skip
+        if self._ids:
+            state["ids"] = self._ids
+        self._written = await self.hub.save(state, live=live)
+        self._saved_line = self.line
+        report.sessions |= self.hub.sessions
+        return more
+
+    async def _current(self) -> bool:
+        """Whether the store still holds what this importer read or committed last (for a
+        session it is making: still no such session)."""
+        assert self._main_id is not None
+        info = await self.writer.session_info(self._main_id)
+        return (info["data"] if info is not None else None) == self._written
+
+    def _replaced(self, now: Identity) -> bool:
+        if self.ident is None or self.offset == 0:
+            return False
+        if now.size < self.offset:
+            return True  # truncated
+        # Another file at the path, the same one rewritten, or more of the same: the first bytes
+        # already read decide (a 4 KiB read; an append-only transcript keeps them).
+        return head_hash(self.path, self.offset) != self.head
+
+    async def _read(self, report: FileReport, live: bool, progress: Progress | None) -> bool:
+        """Feed lines to the parser; True when it stopped for a commit with more to read."""
+        assert self.parser is not None
+        path = str(self.path)
+        started = time.monotonic()
+        for count, line in enumerate(lines_from(self.path, self.offset, self.line), 1):
+            raw = line.raw  # lines can be megabytes (base64 images): no copies of them here
+            error: Exception | None = None
+            try:
+                rec, repaired = parse_record(raw)
+            except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+                rec, error, repaired = None, exc, False
+            if not line.complete and (live or error is not None):
+                report.waiting = not _blank(raw)
+                break  # a partial last line waits for the rest
+            report.lines += 1
+            report.bytes += line.end - line.start
+            self.offset, self.line = line.end, line.number
+            if progress is not None:
+                progress.advance(line.end - line.start)
+            if error is not None:
+                if isinstance(error, TooDeep):
+                    report.problems.append(Problem(path, line.number, f"{error}: skipped"))
+                elif not _blank(raw):
+                    report.problems.append(Problem(path, line.number, f"not JSON ({error})"))
+            else:
+                if repaired:
+                    report.problems.append(Problem(path, line.number, "invalid Unicode (a lone "
+                                                   "surrogate) imported as U+FFFD"))  # fmt: skip
+                try:
+                    await self.parser.feed(rec, line.number)
+                except BadRecord as exc:
+                    report.problems.append(Problem(path, line.number, str(exc)))
+                except (KeyError, IndexError, TypeError, AttributeError, ValueError,
+                        OverflowError, RecursionError) as exc:  # fmt: skip
+                    # A shape no release has shown yet: skip the record, never the file.
+                    report.problems.append(Problem(
+                        path, line.number, f"unexpected shape ({type(exc).__name__}: {exc})"))  # fmt: skip
+            if (self.commit_lines is not None and count >= self.commit_lines) or \
+                    time.monotonic() - started >= self.commit_seconds:  # fmt: skip
+                return True
+        return False
+
+    def _parser(self, state: dict[str, Any]) -> Parser:
+        assert self.hub is not None
+        if self.format == CODEX:
+            return codex.CodexParser(self.hub, state, legacy=self._legacy)
+        return claude_code.ClaudeParser(self.hub, state, agent_file=self._agent is not None)
+
+    async def _open(self, fmt: str) -> None:
+        """Find this file's session in the store (resume where it stopped) or start it."""
+        self.format = fmt
+        ids = identify(self.path, fmt)
+        self._legacy, self._agent = ids.legacy, ids.agent
+        sid, info = await self._info(session_id(fmt, ids))
+        if info is None and not ids.unnamed:
+            # Imported before under the file's name, while no line said whose session it is:
+            # that session is this one (and is renamed by `_identify_again`).
+            named, found = await self._info(session_id(fmt, _named_by_file(self.path)))
+            if found is not None and json.loads(found["data"] or "{}").get("import", {}).get(
+                    "ids", {}).get("unnamed"):  # fmt: skip
+                sid, info = named, found
+        state: dict[str, Any] = {}
+        self._main_id = sid
+        self._written = info["data"] if info is not None else None
+        if info is not None:
+            main = await _resume(self.writer, sid, ids.cwd)
+            state = main.data.get("import", {})
+            self.offset, self.line = int(state.get("offset", 0)), int(state.get("line", 0))
+            self._saved_line = self.line
+            self.problems_total = int(state.get("problems", 0))
+            if "ino" in state:
+                self.ident = Identity(state["dev"], state["ino"], self.offset)
+                self.head = state.get("head", "")
+            self._ids = state.get("ids", {})
+        else:
+            main = await self._start(sid, fmt, ids)
+            if not ids.final:
+                self._ids = ids.provisional()
+        self.hub = Hub(self.writer, self.path, fmt, main)
+        self.hub.held, self.hub.waited = self.held, self._waited
+        if "last_ts" in state:
+            self.hub.last_ts = float(state["last_ts"])
+        elif info is not None:
+            self.hub.last_ts = float(info["ended"] or info["started"])
+        elif ids.started is not None:
+            self.hub.last_ts = ids.started  # records without a time of their own come first
+        self.parser = self._parser(state.get("parser", {}))
+        for child in state.get("open", []):  # sidechains under way when it stopped
+            with contextlib.suppress(KeyError):
+                await self.hub.replay(child)
+
+    async def _info(self, sid: str) -> tuple[str, dict[str, Any] | None]:
+        """The id this file's session has (`sid`, or when another file holds that id, `sid`
+        and a hash of the path) and its stored fields (None when it is not in the store).
+
+        A session a host writes live (`"hooked"`: Claude Code's hooks, `ctxview mcp`) holds the
+        ids the model saw, so its transcript lands in it: one made before anything named its
+        transcript (by `ctxview mcp`) takes this file, and a copy of the transcript elsewhere
+        is refused (`HookedElsewhere`), never a second replay with other ids."""
+        info = await self.writer.session_info(sid)
+        if info is not None and info["source_path"] != str(self.path):
+            if json.loads(info["data"] or "{}").get("hooked"):
+                if not info["source_path"]:
+                    await self.writer.update_session(sid, source_path=str(self.path))
+                    return sid, {**info, "source_path": str(self.path)}
+                raise HookedElsewhere(
+                    f"{self.path} is a copy of the session {sid}, which ctxview's hooks write "
+                    f"live from {info['source_path']}: open {sid} instead."
+                )
+            sid = f"{sid}-{hashlib.sha1(str(self.path).encode()).hexdigest()[:6]}"
+            info = await self.writer.session_info(sid)
+        return sid, info
+
+    async def _identify_again(self) -> None:
+        """The file was too short to say whose it is, its cwd or its start when its session was
+        made: look again, and give the session what a whole file's first lines would have."""
+        assert self.hub is not None and self.format is not None
+        ids = identify(self.path, self.format)
+        before = SourceIds(self._ids.get("session") or ids.session, agent=self._agent,
+                           cwd=self._ids.get("cwd") or "")  # fmt: skip
+        main = self.hub.main.id
+        fields: dict[str, Any] = {}
+        info = await self.writer.session_info(main)
+        assert info is not None
+        if ids.cwd and ids.cwd != before.cwd:
+            fields["workspace"] = str(Path(ids.cwd).resolve())
+            self.hub.main.cwd = ids.cwd
+        if info["title"] == before.title(self.format) and ids.title(self.format) != info["title"]:
+            fields["title"] = ids.title(self.format)
+        if ids.started is not None and self._ids.get("started") is None:
+            fields["started"] = ids.started
+        renamed = None
+        if self._ids.get("unnamed") and not ids.unnamed:
+            # Named after the file until a record said whose session it is.
+            sid, taken = await self._info(session_id(self.format, ids))
+            if taken is None and sid != main:
+                renamed = sid
+                fields["source_ref"] = ids.agent or ids.session
+                if ids.agent and info["parent_session"] == f"cc-{before.session}":
+                    fields["parent_session"] = f"cc-{ids.session}"
+        if fields:
+            await self.writer.update_session(main, **fields)
+        self._ids = ids.provisional()
+        if renamed is not None:
+            await self.writer.rename_session(main, renamed)
+            # The session, its replay state and the parser's, taken again under the new id.
+            self.hub.main.data["import"]["ids"] = self._ids
+            await self.writer.update_session(renamed, data=json.dumps(self.hub.main.data,
+                                                                      ensure_ascii=False))  # fmt: skip
+            fmt = self.format
+            self._forget()
+            await self._open(fmt)
+
+    async def _start(self, sid: str, fmt: str, ids: SourceIds) -> Replay:
+        title, data, parent, call = "", {}, None, None
+        if ids.agent:
+            parent = f"cc-{ids.session}"
+            meta = self.path.with_name(self.path.stem + ".meta.json")
+            if meta.is_file():
+                try:
+                    found = parse_line(read_regular(meta, 1 << 20))
+                except (ValueError, RecursionError, OSError):
+                    found = {}
+                if isinstance(found, dict):
+                    title = str(found.get("description") or "")
+                    data["titled"] = bool(title)
+                    data["agent"] = {k: found[k] for k in ("agentType", "worktreePath")
+                                     if k in found}  # fmt: skip
+            title = title or f"agent {ids.agent}"
+            pinfo = await self.writer.session_info(parent)
+            if pinfo is not None:
+                call = json.loads(pinfo["data"] or "{}").get("agents", {}).get(ids.agent)
+        title = title or ids.title(fmt)
+        session = await Session.start(
+            self.writer, ids.cwd or "/", title=title, source=fmt, session_id=sid,
+            started=ids.started, source_path=str(self.path), source_ref=ids.agent or ids.session,
+            parent_session=parent, parent_call=call, data=json.dumps(data),
+        )  # fmt: skip
+        return Replay(session, ids.cwd, data)
+
+
+async def check_file(writer: Writer, path: Path | str) -> None:
+    """Refuse now, before anything is read into the store (a viewer about to open on it), what
+    an import of `path` would refuse: a file of neither format (`NotTranscript`), a copy of a
+    hooked session's transcript (`HookedElsewhere`). A file still empty passes."""
+    importer = FileImporter(writer, path)
+    fmt = detect(importer.path)
+    if fmt in (CLAUDE, CODEX):
+        await importer._info(session_id(fmt, identify(importer.path, fmt)))
+
+
+async def import_file(writer: Writer, path: Path | str, *,
+                      progress: Progress | None = None) -> FileReport:  # fmt: skip
+    """Import what is new in one file (all of it the first time)."""
+    return await FileImporter(writer, path).step(progress=progress)

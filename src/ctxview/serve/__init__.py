@@ -1,0 +1,1 @@
+"""Serving the viewer in a browser: the guard in front of textual-serve and the page it serves."""

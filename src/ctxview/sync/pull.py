@@ -1,0 +1,238 @@
+"""Pulling sessions from PostgreSQL into a local store, a replica the viewer reads as any store.
+A pulled session keeps its id and gains its machine (`data.machine`); the rows of a slice and the
+session's watermark (kept in the replica's meta) commit in one SQLite transaction, so a pull
+killed anywhere and run again copies each row once. `--watch` LISTENs for pushes' NOTIFYs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from ctxview.store import schema
+from ctxview.store.fresh import make_if_missing
+from ctxview.store.records import EVENT_COLUMNS
+from ctxview.sync.push import SESSION_FIELDS, last_rid
+from ctxview.sync.remote import CHANNEL, RemoteError, connect, retry_after, run, trace
+
+ROWS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
+FTS_MAX = 1_000_000
+
+
+def open_replica(path: Path) -> sqlite3.Connection:
+    make_if_missing(path)
+    conn = sqlite3.connect(path, isolation_level=None, timeout=10, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    schema.check(conn)
+    conn.executescript(schema.PRAGMAS)
+    schema.ensure(conn)
+    return conn
+
+
+class Puller:
+    def __init__(self, path: Path, url: str, *, machine: str | None = None,
+                 session: str | None = None, since: float | None = None) -> None:  # fmt: skip
+        self.path, self.url = path, url
+        self.machine, self.session, self.since = machine, session, since
+        self.local = open_replica(path)
+        self.pg: psycopg.AsyncConnection[Any] | None = None
+        self.rows = 0
+        self.woke = 0.0  # when a NOTIFY came (trace)
+
+    async def open(self) -> None:
+        self.pg = await connect(self.url, autocommit=True)
+
+    async def close(self) -> None:
+        if self.pg is not None:
+            await self.pg.close()
+            self.pg = None
+
+    def _mark(self, machine: str, sid: str) -> dict[str, Any]:
+        row = self.local.execute(
+            "SELECT value FROM meta WHERE key = ?", (f"pull:{machine}\t{sid}",)
+        ).fetchone()
+        return json.loads(row[0]) if row else {"seq": 0, "body": 0, "version": -1, "epoch": 0}
+
+    def _local_id(self, machine: str, sid: str) -> str:
+        """The id the session has here: its own, unless another machine's session has it."""
+        row = self.local.execute("SELECT data FROM sessions WHERE id = ?", (sid,)).fetchone()
+        if row is None:
+            return sid
+        theirs = json.loads(row[0] or "{}").get("machine")
+        return sid if theirs in (machine, None) else f"{sid}@{machine}"
+
+    async def pull_all(self, keys: set[tuple[str, str]] | None = None) -> int:
+        assert self.pg is not None
+        before = self.rows
+        where, params = [], []
+        if self.machine:
+            where.append("machine = %s")
+            params.append(self.machine)
+        if self.session:
+            where.append("id = %s")
+            params.append(self.session)
+        if self.since is not None:
+            where.append("started >= %s")
+            params.append(self.since)
+        if keys is not None:  # the sessions NOTIFYs named: those rows only, by the primary key
+            where.append("(machine, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))")
+            params += [[k[0] for k in keys], [k[1] for k in keys]]
+        sql = (f"SELECT machine, id, version, epoch, pushed_seq, pushed_body, "
+               f"{', '.join(SESSION_FIELDS)} FROM ctxview_sessions")  # fmt: skip
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        cur = await self.pg.execute(sql + " ORDER BY started", params)
+        for r in await cur.fetchall():
+            await self.pull_session(r[0], r[1], r[2], r[3], tuple(r[6:]))
+        return self.rows - before
+
+    async def pull_session(self, machine: str, sid: str, version: int, epoch: int,
+                           fields: tuple[Any, ...]) -> None:  # fmt: skip
+        assert self.pg is not None
+        mark = await asyncio.to_thread(self._mark, machine, sid)
+        local_id = await asyncio.to_thread(self._local_id, machine, sid)
+        replace = epoch != mark["epoch"]
+        if not replace and mark["version"] == version:
+            return  # nothing pushed since it was pulled whole: no query (a pass over N sessions)
+        if replace:
+            mark["seq"] = 0
+        while True:
+            cur = await self.pg.execute(
+                f"SELECT seq, {', '.join(EVENT_COLUMNS)} FROM ctxview_events WHERE machine = %s "
+                "AND session = %s AND seq > %s ORDER BY seq LIMIT %s",
+                (machine, sid, mark["seq"], ROWS_PER_TX),
+            )  # fmt: skip
+            events = await cur.fetchall()
+            cur = await self.pg.execute(
+                "SELECT n, rid, shown, stored FROM ctxview_bodies WHERE machine = %s AND "
+                "session = %s AND n > %s ORDER BY n LIMIT %s",
+                (machine, sid, mark["body"], ROWS_PER_TX // 4),
+            )  # fmt: skip
+            bodies = await cur.fetchall()
+            fetched = time.time()
+            if not events and not bodies and mark["version"] == version and not replace:
+                return
+            whole = len(events) < ROWS_PER_TX and len(bodies) < ROWS_PER_TX // 4
+            await asyncio.to_thread(self._write, machine, sid, local_id, fields, events, bodies,
+                                    mark, version if whole else None, epoch, replace)  # fmt: skip
+            trace("pull", self.woke, fetched, time.time(), last_rid(events))
+            replace = False
+            if whole:
+                return
+
+    def _write(self, machine: str, sid: str, local_id: str, fields: tuple[Any, ...],
+               events: list[Any], bodies: list[Any], mark: dict[str, Any], version: int | None,
+               epoch: int, replace: bool) -> None:  # fmt: skip
+        c = self.local
+        names = dict(zip(SESSION_FIELDS, fields, strict=True))
+        data = json.loads(names["data"] or "{}")
+        data["machine"] = machine
+        names["data"] = json.dumps(data)
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            cols = ", ".join(SESSION_FIELDS)
+            c.execute(
+                f"INSERT INTO sessions (id, {cols}) VALUES (?, {', '.join('?' * len(names))}) "
+                "ON CONFLICT (id) DO UPDATE SET "
+                + ", ".join(f"{k} = excluded.{k}" for k in SESSION_FIELDS if k != "next_rid")
+                + ", next_rid = max(next_rid, excluded.next_rid)",
+                (local_id, *names.values()),
+            )
+            if replace:
+                c.execute("DELETE FROM events WHERE session = ?", (local_id,))
+            marks = ", ".join("?" for _ in range(len(EVENT_COLUMNS) + 2))
+            c.executemany(
+                f"INSERT OR REPLACE INTO events (session, seq, {', '.join(EVENT_COLUMNS)}) "
+                f"VALUES ({marks})", [(local_id, *e) for e in events],
+            )  # fmt: skip
+            for _n, rid, shown, stored in bodies:
+                text = bytes(stored).decode("utf-8", "surrogatepass")
+                cur = c.execute(
+                    "INSERT OR IGNORE INTO bodies (session, rid, shown, stored) VALUES (?,?,?,?)",
+                    (local_id, rid, bytes(shown).decode("utf-8", "surrogatepass"), text),
+                )
+                if cur.rowcount:
+                    c.execute("INSERT INTO bodies_fts (rowid, stored) VALUES (?, ?)",
+                              (cur.lastrowid, text[:FTS_MAX]))  # fmt: skip
+            if events:
+                mark["seq"] = int(events[-1][0])
+            if bodies:
+                mark["body"] = int(bodies[-1][0])
+            # The version is the session's only once its last slice is in: a pull killed before
+            # that finds the version unchanged and must not skip the rest.
+            if version is not None:
+                mark["version"] = version
+            mark["epoch"] = epoch
+            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                      (f"pull:{machine}\t{sid}", json.dumps(mark)))  # fmt: skip
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+        self.rows += len(events) + len(bodies)
+
+    # What `remote.run` needs of a pull.
+    async def first(self) -> None:
+        await self.pull_all()
+
+    async def watch(self, away: bool) -> None:
+        await _watch(self)  # with the server away, its first loop connects and pulls all
+
+    def summary(self) -> str:
+        return f"Pulled {self.rows:,} rows into {self.path}."
+
+    def close_local(self) -> None:
+        self.local.close()
+
+
+async def pull(path: Path, url: str, *, machine: str | None = None, session: str | None = None,
+               since: float | None = None, watch: bool = False, quiet: bool = False) -> int:  # fmt: skip
+    puller = Puller(path, url, machine=machine, session=session, since=since)
+    return await run(puller, "pull", watch=watch, quiet=quiet)
+
+
+async def notified(listen: psycopg.AsyncConnection[Any], timeout: float) -> set[tuple[str, str]]:
+    """The (machine, session) of every NOTIFY pending, waiting up to `timeout` for the first;
+    none: the caller's full pass. All of them: NOTIFYs that came in one packet are read together,
+    and leaving the loop at the first dropped the others (their sessions waited for a pass)."""
+    keys: set[tuple[str, str]] = set()
+    for wait in (timeout, 0.0):  # then what else is pending, without waiting
+        async for note in listen.notifies(timeout=wait, stop_after=1 if wait else None):
+            machine, _, sid = note.payload.partition("\t")
+            keys.add((machine, sid))
+        if not keys:
+            break
+    return keys
+
+
+async def _watch(puller: Puller) -> None:
+    """LISTEN on its own connection; a NOTIFY names a session, which is pulled at once. Every
+    few seconds a full pass too (a NOTIFY sent while reconnecting is not kept by PostgreSQL)."""
+    delay = 0.25
+    while True:
+        listen = None
+        try:
+            if puller.pg is None or puller.pg.closed:
+                await puller.close()
+                await puller.open()
+                await puller.pull_all()
+            listen = await connect(puller.url, autocommit=True)
+            await listen.execute(f"LISTEN {CHANNEL}")
+            await puller.pull_all()  # what came between the first pass and LISTEN
+            delay = 0.25
+            while True:
+                keys = await notified(listen, 3.0)
+                puller.woke = time.time()
+                await puller.pull_all(keys if keys else None)
+        except (psycopg.Error, RemoteError) as exc:
+            delay = await retry_after(exc, puller.url, delay, puller.close)
+        finally:
+            if listen is not None:
+                await listen.close()
