@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ctxview.commands.errors import CliError
 from ctxview.store.paths import StoreWarning
 from ctxview.store.schema import StoreError
 
@@ -38,10 +39,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "push": ("push", "push the store's sessions to a team's PostgreSQL"),
     "pull": ("pull", "pull a team's sessions from PostgreSQL into the store"),
 }
-
-
-class CliError(Exception):
-    """A one-sentence error for stderr; the command exits non-zero."""
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -128,8 +125,4 @@ def _show_store_warning(message: Warning | str, category: type[Warning], *rest: 
 
 
 if __name__ == "__main__":
-    # `python -m ctxview.cli`: run the imported module's main, so the commands' `CliError`
-    # (imported from ctxview.cli) is the class caught above, not a copy made for __main__.
-    from ctxview.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ctxview.commands.errors import CliError
 from ctxview.rules.ids import parse_id
 from ctxview.store import Reader, default_store_path
 from ctxview.store.records import SessionRow
@@ -28,8 +29,6 @@ async def pick_session(reader: Reader, args: argparse.Namespace) -> SessionRow:
 
 
 def result_id(text: str) -> int:
-    from ctxview.cli import CliError
-
     rid = parse_id(text)
     if rid is None:
         raise CliError(f"{text!r} is not a result id (hex digits, with or without #).")

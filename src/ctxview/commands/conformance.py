@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from ctxview.cli import CliError
+from ctxview.commands.errors import CliError
 from ctxview.engine.conformance import CaseFileError, run_files
 
 

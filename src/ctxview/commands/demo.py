@@ -9,8 +9,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from ctxview.cli import CliError
 from ctxview.commands.common import store_path
+from ctxview.commands.errors import CliError
 from ctxview.demo.run import DEFAULT_PACE, DemoRun, open_demo, play, run_demo
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from ctxview.commands.common import store_path
+from ctxview.commands.errors import CliError
 from ctxview.export.fit import GITHUB
 from ctxview.export.redact import Redactor
 from ctxview.export.run import DEFAULT_PAGE_MB, default_output, export_all, export_session
@@ -47,8 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxview.cli import CliError
-
     if args.all and args.session:
         raise CliError("Give a session or --all, not both.")
     if args.fit and args.format not in (None, "md"):
@@ -73,8 +72,6 @@ def _transcript(session: str | None) -> Path | None:
         return None
     path = Path(session).expanduser()
     if not path.is_file():
-        from ctxview.cli import CliError
-
         raise CliError(f"There is no transcript file {path}.")
     return path
 
@@ -110,7 +107,6 @@ def _import(path: Path, store: Path) -> str:
     import asyncio
     import sys
 
-    from ctxview.cli import CliError
     from ctxview.importers.detect import NotTranscript
     from ctxview.importers.runner import FileImporter
     from ctxview.store import Writer
@@ -146,8 +142,6 @@ def _import(path: Path, store: Path) -> str:
 
 def _export(args: argparse.Namespace, store: Path, session: str | None,
             page_bytes: int | None) -> int:  # fmt: skip
-    from ctxview.cli import CliError
-
     redactor = Redactor(enabled=not args.no_redact)
     source = Source(store, redactor)
     t0 = time.perf_counter()

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ctxview.commands.common import store_path
+from ctxview.commands.errors import CliError
 from ctxview.importers.detect import NotTranscript
 from ctxview.importers.find import newest
 from ctxview.importers.follow import follow
@@ -52,8 +53,6 @@ def _say(report: FileReport) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ctxview.cli import CliError
-
     path = Path(args.path).expanduser() if args.path else newest()
     if path is None:
         raise CliError("No Claude Code or Codex session was found; give the transcript's path.")
@@ -86,7 +85,6 @@ async def _view(args: argparse.Namespace, path: Path) -> int:
     """Follow in a task while the viewer runs in this process; it opens on the followed session
     as soon as its first records are in, and quitting it stops the follow (the writer closes,
     so the session stops being live)."""
-    from ctxview.cli import CliError
     from ctxview.viewer.app import CtxviewApp
     from ctxview.viewer.messages import OpenSession
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ctxview.commands.common import store_path
+from ctxview.commands.errors import CliError
 from ctxview.importers.detect import NotTranscript, detect
 from ctxview.importers.find import transcripts
 from ctxview.importers.progress import ProgressBar
@@ -33,8 +34,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ctxview.cli import CliError
-
     given, found = transcripts(Path(p) for p in args.paths)
     for p in given:
         if not p.is_file():

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxview.agents.claude_code.install import InstallError
+from ctxview.commands.errors import CliError
 
 HOSTS = {"claude-code": "claude_code.install", "codex": "codex.install"}
 
@@ -31,8 +32,6 @@ def host_arguments(parser: argparse.ArgumentParser, host_help: str, user_help: s
 
 
 def host_module(host: str) -> Any:
-    from ctxview.cli import CliError
-
     try:
         return importlib.import_module(f"ctxview.agents.{HOSTS[host]}")
     except ModuleNotFoundError as exc:
@@ -51,8 +50,6 @@ def report(changes: list[str], written: list[Path], nothing: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxview.cli import CliError
-
     mod = host_module(args.host)
     store = Path(args.store).expanduser() if getattr(args, "store", None) else None
     try:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ctxview.commands.common import store_path
+from ctxview.commands.errors import CliError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,8 +22,6 @@ def run(args: argparse.Namespace) -> int:
 
     workspace = Path(args.workspace).expanduser() if args.workspace else Path.cwd()
     if not workspace.is_dir():
-        from ctxview.cli import CliError
-
         raise CliError(f"There is no folder {workspace}.")
     serve(store_path(args), workspace.resolve(), TOOL_SETS[args.tools])
     return 0

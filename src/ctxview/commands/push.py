@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from ctxview import sync
+from ctxview.commands import sync_options
 from ctxview.commands.common import store_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sync.add_arguments(parser, "--to", "CTXVIEW_PUSH_URL", "postgresql://user@host/db (libpq: "
+    sync_options.add_arguments(parser, "--to", "CTXVIEW_PUSH_URL", "postgresql://user@host/db (libpq: "
                        "PGHOST, PGPASSWORD, .pgpass fill what it leaves out)",
                        "keep pushing each commit")  # fmt: skip
     parser.add_argument("--session", action="append", help="only this session (repeatable)")
@@ -20,6 +20,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ctxview.sync.push import push
 
-    url, since = sync.url_and_since(args, "push", "--to")
+    url, since = sync_options.url_and_since(args, "push", "--to")
     return asyncio.run(push(store_path(args), url, sessions=args.session, since=since,
                             watch=args.watch, quiet=args.quiet))  # fmt: skip

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from ctxview.cli import CliError
 from ctxview.commands.common import add_session_argument, open_reader, pick_session, result_id
+from ctxview.commands.errors import CliError
 from ctxview.rules.ids import format_id
 from ctxview.rules.lines import split_lines
 

@@ -8,6 +8,7 @@ import asyncio
 import json
 
 from ctxview.commands.common import open_reader
+from ctxview.commands.errors import CliError
 from ctxview.rules.ids import format_id
 
 LIMIT = 200
@@ -25,8 +26,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ctxview.cli import CliError
-
     query = " ".join(args.query)
     if args.limit < 1:
         raise CliError("--limit must be at least 1.")

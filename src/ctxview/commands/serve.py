@@ -17,8 +17,8 @@ import shlex
 import socket
 import sys
 
-from ctxview.cli import CliError
 from ctxview.commands.common import store_path
+from ctxview.commands.errors import CliError
 from ctxview.serve.guard import WILDCARDS, Guard, is_loopback
 
 

@@ -7,8 +7,8 @@ import argparse
 import asyncio
 import json
 
-from ctxview.cli import CliError
 from ctxview.commands.common import add_session_argument, open_reader, pick_session
+from ctxview.commands.errors import CliError
 from ctxview.rules.ids import format_id, parse_id
 
 

@@ -7,8 +7,8 @@ import asyncio
 import json
 from typing import Any
 
-from ctxview.cli import CliError
 from ctxview.commands.common import open_reader
+from ctxview.commands.errors import CliError
 from ctxview.report.stats import CHARS_PER_TOKEN, SessionStats, all_stats, est_tokens
 from ctxview.rules.config import Config, ConfigError
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ctxview.agents.claude_code.install import InstallError
+from ctxview.commands.errors import CliError
 from ctxview.commands.install import host_arguments, host_module, report
 
 
@@ -14,8 +15,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxview.cli import CliError
-
     mod = host_module(args.host)
     try:
         if args.host == "codex":

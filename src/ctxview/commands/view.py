@@ -6,8 +6,8 @@ import argparse
 import asyncio
 import shlex
 
-from ctxview.cli import CliError
 from ctxview.commands.common import store_path
+from ctxview.commands.errors import CliError
 from ctxview.rules.ids import format_id, parse_id
 from ctxview.store import Reader
 
