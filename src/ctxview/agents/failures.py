@@ -28,10 +28,10 @@ def fallback_path(store: Path | str) -> str:
     """The store's failure log in this user's private socket folder (the socket's name, so one
     per store)."""
     try:
-        from ctxview.agents.hook_client import _socket_file
-    except ImportError:  # run as a file, as the hook client is
-        from hook_client import _socket_file  # type: ignore[no-redef]
-    return _socket_file(os.fspath(store)).removesuffix(".sock") + ".hook-failures.jsonl"
+        from ctxview.agents.engine_socket import socket_file
+    except ImportError:  # run as a file, as the hook client is: the same function, a plain file
+        from engine_socket import socket_file  # type: ignore[no-redef]
+    return socket_file(os.fspath(store)).removesuffix(".sock") + ".hook-failures.jsonl"
 
 
 def record(store: Path | str | None, event: str, what: str, detail: dict[str, Any] | None = None

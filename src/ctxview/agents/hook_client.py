@@ -22,7 +22,12 @@ import _socket
 import os
 import sys
 import time
-import zlib
+
+if __package__:
+    from ctxview.agents.engine_socket import private_folder, socket_file
+else:  # run as a file (`python -S hook_client.py`): its neighbour, standard library only
+    # The same names, found as a plain file the checker does not resolve.
+    from engine_socket import private_folder, socket_file  # type: ignore[no-redef]
 
 TYPE_CHECKING = False  # `typing` alone would double this hook's start-up
 if TYPE_CHECKING:
@@ -61,14 +66,7 @@ def _default_store() -> str:
 def socket_path(store: str | os.PathLike[str]) -> Path:
     from pathlib import Path
 
-    return Path(_socket_file(os.fspath(store)))
-
-
-def _socket_file(store: str) -> str:
-    """Short and per store (a Unix socket path is limited to ~100 bytes); crc32 rather than
-    hashlib, whose import alone costs more than the rest of the hook's."""
-    name = os.path.realpath(store).encode()
-    return f"/tmp/ctxview-{os.getuid()}/{zlib.crc32(name):08x}{zlib.adler32(name):08x}.sock"
+    return Path(socket_file(os.fspath(store)))
 
 
 def event_name(arg: str) -> str:
@@ -115,7 +113,7 @@ def _record(store: str | None, event: str, what: str, raw: bytes) -> None:
         from ctxview.agents import failures
     else:  # run as a file: its neighbour, also standard library only
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import failures  # type: ignore[no-redef]
+        import failures  # type: ignore[no-redef]  # the same module, as a plain file
     event, detail = failures.about(raw, event)
     failures.record(store, event, what, detail)
 
@@ -131,7 +129,7 @@ def _store_arg(argv: list[str]) -> str | None:
 
 def ask(store: str, event: str, raw: bytes, *, deadline: float) -> bytes:
     """The engine's answer to one hook event; starts the engine when none is running."""
-    path = _socket_file(store)
+    path = socket_file(store)
     started = False
     while True:
         try:
@@ -143,15 +141,6 @@ def ask(store: str, event: str, raw: bytes, *, deadline: float) -> bytes:
             if time.monotonic() > deadline:
                 raise Budget("the engine did not start in time") from None
             time.sleep(0.02)
-
-
-def private_folder(folder: str) -> None:
-    """The socket's folder must be ours and closed to others (it is in /tmp): a folder another
-    user made there could hold their socket, which would read the hook input and answer the
-    model. Raises PermissionError otherwise; FileNotFoundError when it is not there."""
-    st = os.lstat(folder)
-    if st.st_uid != os.getuid() or (st.st_mode & 0o170000) != 0o040000 or st.st_mode & 0o077:
-        raise PermissionError(f"{folder} is not a private folder of this user")
 
 
 def _exchange(path: str, request: bytes, deadline: float) -> bytes:
@@ -189,7 +178,7 @@ def stop(store: str | os.PathLike[str], timeout: float = 10.0) -> bool:
     process ended); False when none was running. TimeoutError if it is still there after
     `timeout` seconds."""
     try:
-        answer = _exchange(_socket_file(os.fspath(store)), b"_shutdown\n", time.monotonic() + 2)
+        answer = _exchange(socket_file(os.fspath(store)), b"_shutdown\n", time.monotonic() + 2)
     except OSError:
         return False
     # The engine's pid and its supervisor's (an older engine answers its own, or nothing).
