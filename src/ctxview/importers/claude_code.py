@@ -39,7 +39,7 @@ from ctxview.importers.common import (
 from ctxview.importers.replay import Replay, numbered_lines
 
 if TYPE_CHECKING:
-    from ctxview.importers.runner import Hub
+    from ctxview.importers.hub import Hub
 
 # Record types that carry nothing to replay (FORMATS.md 1.3): metadata, UI mirrors, hooks.
 _QUIET = frozenset({

@@ -43,7 +43,7 @@ from ctxview.tools import ToolError
 from ctxview.tools import patch as patch_tool
 
 if TYPE_CHECKING:
-    from ctxview.importers.runner import Hub
+    from ctxview.importers.hub import Hub
 
 _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions",
              "<INSTRUCTIONS>", "<user_shell_command>")  # fmt: skip

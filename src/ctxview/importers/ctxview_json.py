@@ -11,6 +11,7 @@ from ctxview.export.jsonl import FORMAT, VERSION
 from ctxview.files.regular import open_regular
 from ctxview.importers.common import parse_line
 from ctxview.importers.detect import NotTranscript
+from ctxview.importers.file_report import FileReport, Problem
 from ctxview.store import Writer
 from ctxview.store.records import EVENT_COLUMNS, Body, Event
 
@@ -41,10 +42,8 @@ def _event(rec: dict[str, Any]) -> Event:
     return Event(**fields)
 
 
-async def import_export(writer: Writer, path: Path) -> Any:
-    """Import every session of the export at `path`; returns the runner's FileReport."""
-    from ctxview.importers.runner import FileReport, Problem
-
+async def import_export(writer: Writer, path: Path) -> FileReport:
+    """Import every session of the export at `path`."""
     report = FileReport(str(path), format=FORMAT)
     skip: set[str] = set()
     created: set[str] = set()

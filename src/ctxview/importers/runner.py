@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,6 +27,8 @@ from ctxview.files.regular import read_regular
 from ctxview.importers import claude_code, codex
 from ctxview.importers.common import BadRecord, TooDeep, parse_line, parse_record, when
 from ctxview.importers.detect import CLAUDE, CODEX, EXPORT, NotTranscript, detect
+from ctxview.importers.file_report import FileReport, Problem
+from ctxview.importers.hub import HeldCalls, Hub, resume
 from ctxview.importers.replay import Replay
 from ctxview.importers.source import Identity, head_hash, identity, lines_from
 from ctxview.store import Writer
@@ -42,32 +44,6 @@ COMMIT_SECONDS = 0.5
 
 def _blank(raw: bytes) -> bool:
     return len(raw) < 64 and not raw.strip()
-
-
-@dataclass(frozen=True)
-class Problem:
-    path: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.reason}"
-
-
-@dataclass
-class FileReport:
-    path: str
-    format: str | None = None
-    session: str | None = None
-    lines: int = 0  # lines read this time
-    bytes: int = 0
-    problems: list[Problem] = field(default_factory=list)
-    replaced: bool = False  # the file was truncated or replaced since the last import
-    waiting: bool = False  # an incomplete last line is left for later
-    quiet: dict[str, int] = field(default_factory=dict)  # known kinds skipped -> how many
-    # Every session the file filled this time: its own and its inline sidechains' (sub-agents'
-    # child sessions), which the summary counted as none.
-    sessions: set[str] = field(default_factory=set)
 
 
 class HookedElsewhere(NotTranscript):
@@ -111,114 +87,6 @@ class SourceIds:
             return {}
         return {"session": self.session, "cwd": self.cwd, "started": self.started,
                 "unnamed": self.unnamed}  # fmt: skip
-
-
-class HeldCalls(Protocol):
-    """Tool calls a host's hook answered whose events wait to be stored right after the
-    transcript's record of the call (Claude Code's hooks answer first: claude_hooks.py), so the
-    message that made a call comes before its events, as the model went."""
-
-    def has(self, session_id: str, call_id: str) -> bool: ...
-
-    async def put(self, session_id: str, call_id: str) -> None: ...
-
-
-class Hub:
-    """The ctxview sessions one file fills: its own, and inline sidechains' (child sessions)."""
-
-    def __init__(self, writer: Writer, path: Path, fmt: str, main: Replay) -> None:
-        self.writer = writer
-        self.path = path
-        self.format = fmt
-        self.main = main
-        self.held: HeldCalls | None = None  # set by the host's hook engine that imports
-        self.waited: set[tuple[str, str]] = set()  # (session, call) a hook's lock was awaited for
-        self.hook_errors: list[dict[str, Any]] = []  # the host's records of hooks that failed
-        self.replays: dict[str, Replay] = {main.id: main}
-        self.sessions: set[str] = {main.id}  # every session this hub made or went back to
-        self._released: dict[str, dict[str, Any]] = {}
-        self.last_ts = time.time()
-
-    async def replay(self, sid: str) -> Replay:
-        found = self.replays.get(sid)
-        if found is None:
-            if sid in self._released:  # back to a sidechain let go this step: its state first
-                await self.writer.update_session(sid, **self._released.pop(sid))
-            found = await _resume(self.writer, sid, self.main.cwd)
-            self.replays[sid] = found
-        self.sessions.add(sid)
-        return found
-
-    async def child(self, sid: str, *, title: str, parent_call: str | None, started: float,
-                    source_ref: str | None) -> Replay:  # fmt: skip
-        if sid in self.replays:
-            return self.replays[sid]
-        if await self.writer.session_info(sid) is None:
-            session = await Session.start(
-                self.writer, self.main.cwd or "/", title=title, source=self.format,
-                session_id=sid, started=started, source_path=str(self.path),
-                source_ref=source_ref, parent_session=self.main.id, parent_call=parent_call,
-            )  # fmt: skip
-            # A sidechain is named by its Task call's description, not by its prompt.
-            data = {"titled": True} if parent_call else {}
-            self.replays[sid] = Replay(session, self.main.cwd, data)
-            self.sessions.add(sid)
-            return self.replays[sid]
-        return await self.replay(sid)
-
-    async def link_agent(self, agent_id: str, call_ref: str) -> None:
-        """A parent's Task/Agent call names its sub-agent: link the two, whichever came first."""
-        self.main.data.setdefault("agents", {})[agent_id] = call_ref
-        child = f"cc-{agent_id}"
-        info = await self.writer.session_info(child)
-        if info is not None and info["parent_call"] != call_ref:
-            await self.writer.update_session(child, parent_session=self.main.id,
-                                             parent_call=call_ref)  # fmt: skip
-
-    async def release(self, sid: str) -> None:
-        """A child session that is over: its state is written and it leaves memory (resumed from
-        the store should the transcript come back to it)."""
-        replay = self.replays.pop(sid, None)
-        if replay is not None and replay is not self.main:
-            # Written with the rest at the end of the step: an update now would end the batch.
-            self._released[sid] = self._fields(replay, ended=self.last_ts)
-
-    def _fields(self, replay: Replay, *, ended: float | None) -> dict[str, Any]:
-        fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False)}
-        if not (self.format == CLAUDE and replay.data.get("hooked")):
-            # A hooked Claude Code session's life is its hooks' (SessionStart, SessionEnd,
-            # SubagentStop): an import of its transcript, live or not, neither ends it nor makes
-            # it live again (the hook engine's own import made ended sub-agents live).
-            fields["ended"] = ended
-        if replay.title:
-            fields["title"] = replay.title
-        return fields
-
-    async def save(self, import_state: dict[str, Any], *, live: bool) -> str:
-        """Write each session's state. An imported session counts as ended at its last record
-        (nothing says more); one being followed is live. Returns the main session's data as
-        written."""
-        import_state["last_ts"] = self.last_ts
-        import_state["open"] = [sid for sid in self.replays if sid != self.main.id]
-        self.main.data["import"] = import_state
-        released, self._released = self._released, {}
-        for sid, fields in released.items():
-            await self.writer.update_session(sid, **fields)
-        written = ""
-        for replay in self.replays.values():
-            fields = self._fields(replay, ended=None if live else self.last_ts)
-            await self.writer.update_session(replay.id, **fields)
-            if replay is self.main:
-                written = fields["data"]
-        return written
-
-
-async def _resume(writer: Writer, sid: str, cwd: str) -> Replay:
-    info = await writer.session_info(sid)
-    if info is None:
-        raise KeyError(sid)
-    session = await Session.resume(writer, sid)
-    return Replay(session, info["workspace"] or cwd, json.loads(info["data"] or "{}"))
 
 
 def _named_by_file(path: Path, final: bool = True) -> SourceIds:
@@ -315,7 +183,7 @@ class FileImporter:
         if self.hub is None and detect(self.path) == EXPORT:  # ctxview's own export: its importer
             from ctxview.importers.ctxview_json import import_export
 
-            return await import_export(self.writer, self.path)  # type: ignore[no-any-return]
+            return await import_export(self.writer, self.path)
         report = FileReport(str(self.path))
         quiet_before = dict(getattr(self.parser, "quiet", {}))
         more = True
@@ -504,7 +372,7 @@ class FileImporter:
         self._main_id = sid
         self._written = info["data"] if info is not None else None
         if info is not None:
-            main = await _resume(self.writer, sid, ids.cwd)
+            main = await resume(self.writer, sid, ids.cwd)
             state = main.data.get("import", {})
             self.offset, self.line = int(state.get("offset", 0)), int(state.get("line", 0))
             self._saved_line = self.line
