@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.widget import MountError
 from textual.widgets import Static
 
 from ctxview.rules.ids import format_id, parse_id
@@ -23,6 +24,9 @@ from ctxview.viewer.widgets.footer import KeysFooter as Footer
 from ctxview.viewer.widgets.prompt import PromptBar
 from ctxview.viewer.widgets.title_line import TitleLine
 from ctxview.viewer.widgets.transcript_view import TranscriptView
+
+if TYPE_CHECKING:
+    from ctxview.viewer.widgets.context_panel import ContextFigures
 
 
 class TranscriptScreen(CtxviewScreen[None]):
@@ -83,6 +87,8 @@ class TranscriptScreen(CtxviewScreen[None]):
         self._title_due = False
         self._status_text = ""
         self._binding_state: tuple[bool, ...] = ()
+        # The context panel's figures, replayed once and kept while the screen lives.
+        self._context_figures: ContextFigures | None = None
 
     def compose(self) -> ComposeResult:
         yield TitleLine(id="transcript-title", classes="title-line")
@@ -422,14 +428,51 @@ class TranscriptScreen(CtxviewScreen[None]):
     # The context as sent (issue 5): the panel, and one request's whole context
 
     async def action_context_panel(self) -> None:
-        from ctxview.viewer.widgets.context_panel import toggle_panel
+        """`c`: show the context panel, or hide it."""
+        # Loaded on first use: the panel's replay is not needed to open a transcript.
+        from ctxview.viewer.widgets.context_panel import (
+            ContextFigures,
+            ContextPanel,
+            keep_cursor_in_view,
+        )
 
-        await toggle_panel(self)
+        found = self.query(ContextPanel)
+        if found:
+            await found.first().remove()
+            return
+        reader = self.app.reader  # type: ignore[attr-defined]  # CtxviewApp's, App is not typed
+        figures = self._context_figures
+        if figures is None:
+            # The session's config as the screen read it on opening (the list query that sums a
+            # session's events takes a good part of a second at 100,000 results).
+            row = getattr(self, "_title_row", None) or await reader.session(self.session_id)
+            overrides = row.overrides if row is not None else {}
+            figures = self._context_figures = ContextFigures.for_session(overrides)
+        # seq grows by one per event: the newest one's is how many there are (the progress shown).
+        total = await reader.last_seq(self.session_id)
+        panel = ContextPanel(self.session_id, {}, digits=self.digits, figures=figures,
+                             total=total)  # fmt: skip
+        if not self.is_attached:
+            return  # the screen went away (the app is quitting) while the session row loaded
+        views = self.query(TranscriptView)
+        view = views.first() if views else None
+        try:
+            await self.mount(panel, after=view)
+        except MountError:
+            return  # likewise, between the check and the mount
+        if view is not None:
+            # The panel takes rows from the view: keep the cursor's block in sight (at the live
+            # tail it would sit under the panel otherwise).
+            self.call_after_refresh(keep_cursor_in_view, view)
 
     def action_context_sent(self) -> None:
-        from ctxview.viewer.widgets.context_panel import show_sent
+        """`x`: the context exactly as sent at the request under the cursor."""
+        from ctxview.viewer.screens.context import ContextScreen  # loaded on first use
 
-        show_sent(self)
+        views = self.query(TranscriptView)
+        block = views.first().cursor_block if views else None
+        seq = (block.rseq or block.seq) if block is not None else None
+        self.app.push_screen(ContextScreen(self.session_id, at_seq=seq))
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:

@@ -12,20 +12,16 @@ import asyncio
 import bisect
 import contextlib
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
-from textual.widget import MountError, Widget
+from textual.widget import Widget
 
 from ctxview.context.state import ARMS, ContextState, Request, arm_state
 from ctxview.rules.config import Config, ConfigError
 from ctxview.rules.ids import format_id
-
-if TYPE_CHECKING:
-    from ctxview.viewer.screens.transcript import TranscriptScreen
 
 BARS = "▁▂▃▄▅▆▇█"
 LABEL = 10
@@ -359,40 +355,6 @@ class ContextPanel(Widget):
         return self._text[1]
 
 
-async def toggle_panel(screen: TranscriptScreen) -> None:
-    """`c` on a transcript: show the context panel, or hide it."""
-    from ctxview.viewer.widgets.transcript_view import TranscriptView
-
-    found = screen.query(ContextPanel)
-    if found:
-        await found.first().remove()
-        return
-    reader = screen.app.reader  # type: ignore[attr-defined]
-    figures = _FIGURES.get(screen)
-    if figures is None:
-        # The session's config as the screen read it on opening (the list query that sums a
-        # session's events takes a good part of a second at 100,000 results).
-        row = getattr(screen, "_title_row", None) or await reader.session(screen.session_id)
-        overrides = row.overrides if row is not None else {}
-        figures = _FIGURES[screen] = ContextFigures.for_session(overrides)
-    # seq grows by one per event: the newest one's is how many there are (the progress shown).
-    total = await reader.last_seq(screen.session_id)
-    panel = ContextPanel(screen.session_id, {}, digits=screen.digits, figures=figures,
-                         total=total)  # fmt: skip
-    if not screen.is_attached:
-        return  # the screen went away (the app is quitting) while the session row loaded
-    views = screen.query(TranscriptView)
-    view = views.first() if views else None
-    try:
-        await screen.mount(panel, after=view)
-    except MountError:
-        return  # likewise, between the check and the mount
-    if view is not None:
-        # The panel takes rows from the view: keep the cursor's block in sight (at the live
-        # tail it would sit under the panel otherwise).
-        screen.call_after_refresh(keep_cursor_in_view, view)
-
-
 def keep_cursor_in_view(view: Any) -> None:
     """After the view lost height: a view following the tail goes on following it; else the
     cursor's block, if now below the view's bottom, is scrolled back into sight."""
@@ -407,18 +369,3 @@ def keep_cursor_in_view(view: Any) -> None:
     top, height = view.scroll_offset.y, view.size.height
     if end <= top or start >= top + height:  # no line of it on screen
         view.move_to(block)
-
-
-# The figures replayed on each transcript screen, kept while it lives (weak keys).
-_FIGURES: weakref.WeakKeyDictionary[Any, ContextFigures] = weakref.WeakKeyDictionary()
-
-
-def show_sent(screen: TranscriptScreen) -> None:
-    """`x` on a transcript: the context exactly as sent at the request under the cursor."""
-    from ctxview.viewer.screens.context import ContextScreen
-    from ctxview.viewer.widgets.transcript_view import TranscriptView
-
-    views = screen.query(TranscriptView)
-    block = views.first().cursor_block if views else None
-    seq = (block.rseq or block.seq) if block is not None else None
-    screen.app.push_screen(ContextScreen(screen.session_id, at_seq=seq))
