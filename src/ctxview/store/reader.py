@@ -8,7 +8,7 @@ from typing import Any
 
 import aiosqlite
 
-from ctxview.store import tree
+from ctxview.store import requests, tree
 from ctxview.store.connect import identity, on_thread, open_connection, sidecars, tidy_after_read
 from ctxview.store.records import EVENT_COLUMNS, SESSION_COLUMNS, Body, Event, SessionRow
 from ctxview.store.schema import StoreError
@@ -94,18 +94,14 @@ class Reader:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def api_requests(self, session_id: str) -> list[Any]:
-        """The API requests Claude Code recorded for the session, rebuilt (schema 5; [] when
-        its transcript had none). Items are `importers.api_requests.Request`."""
-        from ctxview.importers.api_requests import aread_requests
-
-        return await aread_requests(self._conn.execute_fetchall, session_id)
+    async def api_request_rows(self, session_id: str) -> requests.StoredRequests:
+        """The API requests Claude Code recorded for the session, as stored (schema 5; empty
+        when its transcript had none): `importers.api_requests.rebuild_stored` rebuilds them."""
+        return await on_thread(self._conn, requests.read, session_id)
 
     async def api_cost(self, session_id: str) -> dict[str, Any] | None:
         """The transcript's own last cost-state record, or None."""
-        from ctxview.importers.api_requests import aread_cost
-
-        return await aread_cost(self._conn.execute_fetchall, session_id)
+        return await on_thread(self._conn, requests.read_cost, session_id)
 
     async def data_version(self) -> int:
         """Changes whenever another connection commits: the cheap "did anything commit?" check."""
