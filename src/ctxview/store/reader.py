@@ -140,6 +140,18 @@ class Reader:
         )
         return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
+    async def hooked_open_sessions(self, limit: int = 10) -> list[tuple[str, str, int]]:
+        """The newest Claude Code sessions the hooks record that have not ended (a sub-agent is
+        its session's, not one of them): (id, workspace, sub-agents not ended)."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT s.id, s.workspace, (SELECT count(*) FROM sessions c WHERE "
+            "c.parent_session = s.id AND c.ended IS NULL) FROM sessions s "
+            "WHERE s.source = 'claude-code' AND s.ended IS NULL AND s.parent_session IS NULL "
+            "AND json_extract(s.data, '$.hooked') ORDER BY s.started DESC LIMIT ?",
+            (limit,),
+        )
+        return [(r[0], r[1], int(r[2])) for r in rows]
+
     async def resolve_session(self, ref: str | None) -> SessionRow:
         """A session by id or unique id prefix; the newest when `ref` is None."""
         if ref is None:
