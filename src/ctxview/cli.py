@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import sqlite3
 import sys
 import warnings
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxview.commands.errors import CliError
+from ctxview.store.connect import DatabaseError
 from ctxview.store.paths import StoreWarning
 from ctxview.store.schema import StoreError
 
@@ -90,7 +90,7 @@ def _run(args: argparse.Namespace, run: Any) -> int:
     except (CliError, StoreError) as exc:
         print(f"ctxview: {exc}", file=sys.stderr)
         return 1
-    except sqlite3.DatabaseError as exc:
+    except DatabaseError as exc:
         # A full disk, a read-only or busy store, or damage past what the open's check saw.
         from ctxview.store.connect import sentence
 

@@ -19,6 +19,7 @@ from claude_helpers import Project, needs_claude
 from fake_anthropic import FakeAnthropic, is_summary_request
 
 from ctxview.importers import api_requests as api
+from ctxview.store import requests as stored
 
 
 def _marks(body: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -170,10 +171,10 @@ def test_imported_requests_equal_what_was_sent(session: dict[str, Any]) -> None:
     try:
         [sid] = [r[0] for r in conn.execute("SELECT id FROM sessions WHERE source_ref = ?",
                                             (session["sid"],))]  # fmt: skip
-        rebuilt = api.read_requests(conn, sid)
+        rebuilt = api.rebuild_stored(stored.read(conn, sid))
         check_requests(session["sent"], rebuilt)
         assert all(r.usage and r.usage["output_tokens"] == 20 for r in rebuilt)
-        cost = api.read_cost(conn, sid)
+        cost = stored.read_cost(conn, sid)
         assert cost is not None and cost["totalCostUSD"] > 0 and cost["modelUsage"]
         # Shared storage: each message and shape once, however many requests send it.
         n_blobs = conn.execute("SELECT count(*) FROM api_blobs").fetchone()[0]
@@ -259,7 +260,7 @@ async def test_imported_as_it_grows_equal_what_was_sent(session: dict[str, Any],
     conn = sqlite3.connect(store)
     try:
         [sid] = [r[0] for r in conn.execute("SELECT DISTINCT session FROM api_requests")]
-        check_requests(session["sent"], api.read_requests(conn, sid))
+        check_requests(session["sent"], api.rebuild_stored(stored.read(conn, sid)))
     finally:
         conn.close()
 

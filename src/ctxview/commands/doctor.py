@@ -116,13 +116,7 @@ async def _live(store: Path) -> list[tuple[str, str, int]]:
     from ctxview.store import Reader
 
     async with await Reader.open(store) as reader:
-        rows = await reader._conn.execute_fetchall(
-            "SELECT s.id, s.workspace, (SELECT count(*) FROM sessions c WHERE "
-            "c.parent_session = s.id AND c.ended IS NULL) FROM sessions s "
-            "WHERE s.source = 'claude-code' AND s.ended IS NULL AND s.parent_session IS NULL "
-            "AND json_extract(s.data, '$.hooked') ORDER BY s.started DESC LIMIT 10"
-        )
-    return [(r[0], r[1], int(r[2])) for r in rows]
+        return await reader.hooked_open_sessions(limit=10)
 
 
 def _claude(scope: str, urls: list[tuple[str, dict[str, Any]]]) -> int:

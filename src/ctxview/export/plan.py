@@ -161,14 +161,7 @@ def _attach_children(source: Source, space: Space, plan: Plan, counter: list[int
     """Number the sub-agents, hang each under its parent's call, and map their own ids."""
     calls: set[str] = set()
     if space.info.children:
-        calls = {
-            r[0]
-            for r in source.conn.execute(
-                "SELECT call_ref FROM events WHERE session = ? AND kind = 'call' "
-                "AND call_ref IS NOT NULL",
-                (space.id,),
-            )
-        }
+        calls = source.store.call_refs(space.id)
     for child in space.info.children:
         counter[0] += 1
         n = counter[0]
@@ -198,11 +191,7 @@ def _map_space(source: Source, space: Space) -> None:
 
 def _pointers(source: Source, space: Space) -> None:
     """Which stubs and recalls point at each result (the target links back to them)."""
-    for rid, points_to in source.conn.execute(
-        "SELECT rid, points_to FROM events WHERE session = ? AND points_to IS NOT NULL "
-        "AND rid IS NOT NULL ORDER BY seq",
-        (space.id,),
-    ):
+    for rid, points_to in source.store.pointers(space.id):
         found = space.pointed_by.setdefault(points_to, [])
         if len(found) < 50:
             found.append(rid)

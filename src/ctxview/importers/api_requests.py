@@ -31,12 +31,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import sqlite3
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from ctxview.store.requests import RequestRecords, RequestRow, StoredRequests
+from ctxview.store.writer import Writer
 
 KINDS = frozenset({"api-request", "api-request-shape", "api-request-blob"})
 # Records of the same releases that carry nothing to rebuild a request from (counted, not listed).
@@ -318,16 +319,7 @@ def rebuild(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]],
     return out
 
 
-# The store's edge (schema 5): rows in, requests out.
-
-_SQL_SHAPE = "INSERT OR IGNORE INTO api_shapes (hash, shape) VALUES (?, ?)"
-_SQL_BLOB = "INSERT OR IGNORE INTO api_blobs (hash, message) VALUES (?, ?)"
-_SQL_REQUEST = (
-    "INSERT OR REPLACE INTO api_requests (session, n, id, ts, query_source, shape_hash, base, "
-    "keep, tail, params, cache_control, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_SQL_USAGE = "UPDATE api_requests SET usage = ? WHERE session = ? AND id = ?"
-_SQL_COST = "INSERT OR REPLACE INTO api_costs (session, cost) VALUES (?, ?)"
+# The store's edge (schema 5, store/requests.py): rows in, requests out.
 
 
 def _ts(value: Any) -> float | None:
@@ -337,83 +329,29 @@ def _ts(value: Any) -> float | None:
         return None
 
 
-async def write_rows(writer: Any, session: str, rows: Rows) -> None:
-    """Store what one record added (`writer`: the store's Writer, inside the import's batch)."""
-    await writer.execute_rows(_SQL_SHAPE, rows.shapes)
-    await writer.execute_rows(_SQL_BLOB, rows.blobs)
-    await writer.execute_rows(_SQL_REQUEST, [
-        (session, r["n"], str(r.get("id") or ""), _ts(r.get("timestamp")),
-         r.get("querySource"), r.get("shapeHash"), r.get("base"), int(r.get("keep") or 0),
-         json.dumps(r.get("tail") or []), canonical_json(r.get("params") or {}),
-         canonical_json(r.get("cacheControl") or []), r.get("requestDigest"))
-        for r in rows.requests])  # fmt: skip
-    await writer.execute_rows(_SQL_USAGE, [(u, session, i) for i, u in rows.usage])
-    if rows.cost is not None:
-        await writer.execute_rows(_SQL_COST, [(session, rows.cost)])
+def stored_rows(rows: Rows) -> RequestRecords:
+    """What one record added, as the store's request tables hold it."""
+    return RequestRecords(
+        shapes=rows.shapes, blobs=rows.blobs, usage=rows.usage, cost=rows.cost,
+        requests=[RequestRow(
+            r["n"], str(r.get("id") or ""), _ts(r.get("timestamp")), r.get("querySource"),
+            r.get("shapeHash"), r.get("base"), int(r.get("keep") or 0),
+            json.dumps(r.get("tail") or []), canonical_json(r.get("params") or {}),
+            canonical_json(r.get("cacheControl") or []), r.get("requestDigest"))
+            for r in rows.requests])  # fmt: skip
 
 
-_TABLE_SQL = "SELECT 1 FROM sqlite_master WHERE name = 'api_requests'"
-_COLS = ("n", "id", "ts", "query_source", "shape_hash", "base", "keep", "tail", "params",
-         "cache_control", "digest", "usage")  # fmt: skip
-_ROWS_SQL = f"SELECT {', '.join(_COLS)} FROM api_requests WHERE session = ? ORDER BY n"
-_SHAPES_SQL = ("SELECT hash, shape FROM api_shapes WHERE hash IN (SELECT DISTINCT shape_hash "
-               "FROM api_requests WHERE session = ?)")  # fmt: skip
+async def write_rows(writer: Writer, session: str, rows: Rows) -> None:
+    """Store what one record added (inside the import's batch)."""
+    await writer.write_requests(session, stored_rows(rows))
 
 
-def _blob_queries(rows: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
-    hashes = sorted({h for r in rows for h in r["tail"] or []})
-    return [(f"SELECT hash, message FROM api_blobs WHERE hash IN ({', '.join('?' * len(part))})",
-             part) for part in (hashes[i:i + 500] for i in range(0, len(hashes), 500))]  # fmt: skip
-
-
-def _rows(found: Any) -> list[dict[str, Any]]:
-    rows = [dict(zip(_COLS, r, strict=True)) for r in found]
-    for r in rows:
-        for k in ("tail", "params", "cache_control", "usage"):
-            r[k] = json.loads(r[k]) if r[k] else None
-    return rows
-
-
-def read_requests(conn: sqlite3.Connection, session: str) -> list[Request]:
-    """A session's recorded requests rebuilt, in order; [] when the transcript had none."""
-    if conn.execute(_TABLE_SQL).fetchone() is None:
+def rebuild_stored(stored: StoredRequests) -> list[Request]:
+    """A session's recorded requests rebuilt from the store's rows, in order; [] when the
+    transcript had none."""
+    if not stored.rows:
         return []
-    rows = _rows(conn.execute(_ROWS_SQL, (session,)))
-    if not rows:
-        return []
-    blobs = {h: json.loads(m) for sql, part in _blob_queries(rows)
-             for h, m in conn.execute(sql, part)}  # fmt: skip
-    shapes = {h: json.loads(x) for h, x in conn.execute(_SHAPES_SQL, (session,))}
-    return rebuild(rows, shapes, blobs)
-
-
-async def aread_requests(fetchall: Callable[..., Awaitable[Any]], session: str) -> list[Request]:
-    """`read_requests` over an aiosqlite connection's `execute_fetchall` (the viewer's reader)."""
-    if not await fetchall(_TABLE_SQL):
-        return []
-    rows = _rows(await fetchall(_ROWS_SQL, (session,)))
-    if not rows:
-        return []
-    blobs: dict[str, dict[str, Any]] = {}
-    for sql, part in _blob_queries(rows):
-        blobs.update((h, json.loads(m)) for h, m in await fetchall(sql, part))
-    shapes = {h: json.loads(x) for h, x in await fetchall(_SHAPES_SQL, (session,))}
-    return rebuild(rows, shapes, blobs)
-
-
-async def aread_cost(fetchall: Callable[..., Awaitable[Any]], session: str) -> dict[str, Any] | None:
-    if not await fetchall(_TABLE_SQL):
-        return None
-    found = await fetchall("SELECT cost FROM api_costs WHERE session = ?", (session,))
-    return json.loads(found[0][0]) if found else None
-
-
-def read_cost(conn: sqlite3.Connection, session: str) -> dict[str, Any] | None:
-    """The transcript's own last cost-state (Claude Code's cost and per-model usage)."""
-    if conn.execute(_TABLE_SQL).fetchone() is None:
-        return None
-    row = conn.execute("SELECT cost FROM api_costs WHERE session = ?", (session,)).fetchone()
-    return json.loads(row[0]) if row else None
+    return rebuild(stored.rows, stored.shapes, stored.blobs)
 
 
 def _block_text(block: Any) -> str:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ctxview.context.state import ARMS, ArmFigures, arm_state, figures
-from ctxview.importers.api_requests import sent_figures
+from ctxview.importers.api_requests import rebuild_stored, sent_figures
 from ctxview.rules.as_sent import Usage, bill, provider_of, rates
 from ctxview.rules.config import Config, ConfigError
 from ctxview.store import Reader
@@ -172,7 +172,7 @@ async def session_stats(
     for arm, state in states.items():
         st.arms[arm] = figures(state)
         st.bills[arm] = st.arms[arm].bill(price)
-    recorded = await reader.api_requests(row.id)
+    recorded = rebuild_stored(await reader.api_request_rows(row.id))
     if recorded:
         st.recorded_requests = len(recorded)
         none = st.arms["none"]

@@ -34,6 +34,10 @@ QUICK_CHECK_SECONDS = 0.25
 
 T = TypeVar("T")
 
+# What a command catches past the open (a full disk, a busy store) without importing sqlite3:
+# `sentence` says it.
+DatabaseError = sqlite3.DatabaseError
+
 
 async def on_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
     """Run `fn(sqlite3_connection, *args)` on the connection's own thread in one hop.

@@ -8,7 +8,7 @@ from typing import Any
 
 import aiosqlite
 
-from ctxview.store import tree
+from ctxview.store import requests, tree
 from ctxview.store.connect import identity, on_thread, open_connection, sidecars, tidy_after_read
 from ctxview.store.records import EVENT_COLUMNS, SESSION_COLUMNS, Body, Event, SessionRow
 from ctxview.store.schema import StoreError
@@ -94,18 +94,14 @@ class Reader:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def api_requests(self, session_id: str) -> list[Any]:
-        """The API requests Claude Code recorded for the session, rebuilt (schema 5; [] when
-        its transcript had none). Items are `importers.api_requests.Request`."""
-        from ctxview.importers.api_requests import aread_requests
-
-        return await aread_requests(self._conn.execute_fetchall, session_id)
+    async def api_request_rows(self, session_id: str) -> requests.StoredRequests:
+        """The API requests Claude Code recorded for the session, as stored (schema 5; empty
+        when its transcript had none): `importers.api_requests.rebuild_stored` rebuilds them."""
+        return await on_thread(self._conn, requests.read, session_id)
 
     async def api_cost(self, session_id: str) -> dict[str, Any] | None:
         """The transcript's own last cost-state record, or None."""
-        from ctxview.importers.api_requests import aread_cost
-
-        return await aread_cost(self._conn.execute_fetchall, session_id)
+        return await on_thread(self._conn, requests.read_cost, session_id)
 
     async def data_version(self) -> int:
         """Changes whenever another connection commits: the cheap "did anything commit?" check."""
@@ -143,6 +139,18 @@ class Reader:
             f"SELECT title, ended, {lease} FROM sessions WHERE id = ?", (session_id,)
         )
         return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+
+    async def hooked_open_sessions(self, limit: int = 10) -> list[tuple[str, str, int]]:
+        """The newest Claude Code sessions the hooks record that have not ended (a sub-agent is
+        its session's, not one of them): (id, workspace, sub-agents not ended)."""
+        rows = await self._conn.execute_fetchall(
+            "SELECT s.id, s.workspace, (SELECT count(*) FROM sessions c WHERE "
+            "c.parent_session = s.id AND c.ended IS NULL) FROM sessions s "
+            "WHERE s.source = 'claude-code' AND s.ended IS NULL AND s.parent_session IS NULL "
+            "AND json_extract(s.data, '$.hooked') ORDER BY s.started DESC LIMIT ?",
+            (limit,),
+        )
+        return [(r[0], r[1], int(r[2])) for r in rows]
 
     async def resolve_session(self, ref: str | None) -> SessionRow:
         """A session by id or unique id prefix; the newest when `ref` is None."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import aiosqlite
 
-from ctxview.store import tree
+from ctxview.store import requests, tree
 from ctxview.store.connect import on_thread, open_connection
 from ctxview.store.records import EVENT_COLUMNS, Body, Event, Pending
 from ctxview.store.schema import StoreError
@@ -432,15 +432,15 @@ class Writer:
                     "UPDATE api_costs SET session = ?1 WHERE session = ?2"):  # fmt: skip
             await self._conn.execute(sql, (new, old))
 
-    async def execute_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Other tables an importer fills (schema 5's api_* rows), in turn with the events:
-        inside the import's transaction when there is one."""
-        if not rows:
+    async def write_requests(self, session_id: str, records: requests.RequestRecords) -> None:
+        """The request-record rows one transcript record adds (store/requests.py), in turn with
+        the events: inside the import's transaction when there is one."""
+        if not records:
             return
         await self.flush()
         await self._wait_turn()
         await self._lock()
-        await self._conn.executemany(sql, rows)
+        await on_thread(self._conn, requests.write, session_id, records)
 
     async def checkpoint(self) -> None:
         await self.flush()

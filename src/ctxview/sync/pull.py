@@ -8,31 +8,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from ctxview.store import schema
-from ctxview.store.fresh import make_if_missing
 from ctxview.store.records import EVENT_COLUMNS
+from ctxview.store.replica import Replica
 from ctxview.sync.push import SESSION_FIELDS, last_rid
 from ctxview.sync.remote import CHANNEL, RemoteError, connect, retry_after, run, trace
 
 ROWS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
-FTS_MAX = 1_000_000
-
-
-def open_replica(path: Path) -> sqlite3.Connection:
-    make_if_missing(path)
-    conn = sqlite3.connect(path, isolation_level=None, timeout=10, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 10000")
-    schema.check(conn)
-    conn.executescript(schema.PRAGMAS)
-    schema.ensure(conn)
-    return conn
 
 
 class Puller:
@@ -40,7 +27,7 @@ class Puller:
                  session: str | None = None, since: float | None = None) -> None:  # fmt: skip
         self.path, self.url = path, url
         self.machine, self.session, self.since = machine, session, since
-        self.local = open_replica(path)
+        self.local = Replica(path)
         self.pg: psycopg.AsyncConnection[Any] | None = None
         self.rows = 0
         self.woke = 0.0  # when a NOTIFY came (trace)
@@ -54,17 +41,15 @@ class Puller:
             self.pg = None
 
     def _mark(self, machine: str, sid: str) -> dict[str, Any]:
-        row = self.local.execute(
-            "SELECT value FROM meta WHERE key = ?", (f"pull:{machine}\t{sid}",)
-        ).fetchone()
-        return json.loads(row[0]) if row else {"seq": 0, "body": 0, "version": -1, "epoch": 0}
+        found = self.local.mark(machine, sid)
+        return found if found is not None else {"seq": 0, "body": 0, "version": -1, "epoch": 0}
 
     def _local_id(self, machine: str, sid: str) -> str:
         """The id the session has here: its own, unless another machine's session has it."""
-        row = self.local.execute("SELECT data FROM sessions WHERE id = ?", (sid,)).fetchone()
-        if row is None:
+        data = self.local.session_data(sid)
+        if data is None:
             return sid
-        theirs = json.loads(row[0] or "{}").get("machine")
+        theirs = json.loads(data).get("machine")
         return sid if theirs in (machine, None) else f"{sid}@{machine}"
 
     async def pull_all(self, keys: set[tuple[str, str]] | None = None) -> int:
@@ -129,53 +114,26 @@ class Puller:
     def _write(self, machine: str, sid: str, local_id: str, fields: tuple[Any, ...],
                events: list[Any], bodies: list[Any], mark: dict[str, Any], version: int | None,
                epoch: int, replace: bool) -> None:  # fmt: skip
-        c = self.local
         names = dict(zip(SESSION_FIELDS, fields, strict=True))
         data = json.loads(names["data"] or "{}")
         data["machine"] = machine
         names["data"] = json.dumps(data)
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            cols = ", ".join(SESSION_FIELDS)
-            c.execute(
-                f"INSERT INTO sessions (id, {cols}) VALUES (?, {', '.join('?' * len(names))}) "
-                "ON CONFLICT (id) DO UPDATE SET "
-                + ", ".join(f"{k} = excluded.{k}" for k in SESSION_FIELDS if k != "next_rid")
-                + ", next_rid = max(next_rid, excluded.next_rid)",
-                (local_id, *names.values()),
-            )
-            if replace:
-                c.execute("DELETE FROM events WHERE session = ?", (local_id,))
-            marks = ", ".join("?" for _ in range(len(EVENT_COLUMNS) + 2))
-            c.executemany(
-                f"INSERT OR REPLACE INTO events (session, seq, {', '.join(EVENT_COLUMNS)}) "
-                f"VALUES ({marks})", [(local_id, *e) for e in events],
-            )  # fmt: skip
-            for _n, rid, shown, stored in bodies:
-                text = bytes(stored).decode("utf-8", "surrogatepass")
-                cur = c.execute(
-                    "INSERT OR IGNORE INTO bodies (session, rid, shown, stored) VALUES (?,?,?,?)",
-                    (local_id, rid, bytes(shown).decode("utf-8", "surrogatepass"), text),
-                )
-                if cur.rowcount:
-                    c.execute("INSERT INTO bodies_fts (rowid, stored) VALUES (?, ?)",
-                              (cur.lastrowid, text[:FTS_MAX]))  # fmt: skip
-            if events:
-                mark["seq"] = int(events[-1][0])
-            if bodies:
-                mark["body"] = int(bodies[-1][0])
-            # The version is the session's only once its last slice is in: a pull killed before
-            # that finds the version unchanged and must not skip the rest.
-            if version is not None:
-                mark["version"] = version
-            mark["epoch"] = epoch
-            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                      (f"pull:{machine}\t{sid}", json.dumps(mark)))  # fmt: skip
-            c.execute("COMMIT")
-        except BaseException:
-            if c.in_transaction:
-                c.execute("ROLLBACK")
-            raise
+        texts = [(rid, bytes(shown).decode("utf-8", "surrogatepass"),
+                  bytes(stored).decode("utf-8", "surrogatepass"))
+                 for _n, rid, shown, stored in bodies]  # fmt: skip
+        ahead = dict(mark)
+        if events:
+            ahead["seq"] = int(events[-1][0])
+        if bodies:
+            ahead["body"] = int(bodies[-1][0])
+        # The version is the session's only once its last slice is in: a pull killed before
+        # that finds the version unchanged and must not skip the rest.
+        if version is not None:
+            ahead["version"] = version
+        ahead["epoch"] = epoch
+        self.local.write_slice(machine, sid, local_id, tuple(names.values()), events, texts,
+                               ahead, replace=replace)  # fmt: skip
+        mark.update(ahead)
         self.rows += len(events) + len(bodies)
 
     # What `remote.run` needs of a pull.

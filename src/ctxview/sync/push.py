@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
 
-from ctxview.store import schema
+from ctxview.store.push_source import SESSION_FIELDS, PushSource, machine_name
 from ctxview.store.records import EVENT_COLUMNS
 from ctxview.store.schema import StoreError
 from ctxview.sync.remote import (
@@ -34,36 +31,7 @@ from ctxview.sync.remote import (
 
 EVENTS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
 BODY_BYTES_PER_TX = 16 << 20
-SESSION_FIELDS = ("title", "workspace", "source", "source_path", "source_ref", "parent_session",
-                  "parent_call", "started", "ended", "config", "next_rid", "data",
-                  "lease_until")  # fmt: skip
 FTS_KINDS = ("message", "call", "compaction")
-
-
-def machine_name(path: Path) -> str:
-    """This device's name, chosen once and kept in the store's meta: $CTXVIEW_MACHINE or the
-    host name the first time, the stored one after."""
-    conn = sqlite3.connect(path, isolation_level=None, timeout=10)
-    try:
-        schema.check(conn)
-        row = conn.execute("SELECT value FROM meta WHERE key = 'machine'").fetchone()
-        if row:
-            return str(row[0])
-        name = os.environ.get("CTXVIEW_MACHINE") or socket.gethostname() or "machine"
-        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('machine', ?)", (name,))
-        return str(conn.execute("SELECT value FROM meta WHERE key = 'machine'").fetchone()[0])
-    finally:
-        conn.close()
-
-
-def open_local(path: Path) -> sqlite3.Connection:
-    if not path.exists():
-        raise StoreError(f"There is no store at {path}; nothing to push.")
-    uri = "file:" + quote(str(path.absolute())) + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 10000")
-    schema.check(conn)
-    return conn
 
 
 @dataclass
@@ -140,7 +108,7 @@ class Pusher:
         self.path, self.url = path, url
         self.only, self.since = sessions, since
         self.machine = machine_name(path)
-        self.local = open_local(path)
+        self.local = PushSource(path)
         self.pg: psycopg.AsyncConnection[Any] | None = None
         self.marks: dict[str, Mark] = {}
         self.rows = 0
@@ -166,17 +134,7 @@ class Pusher:
             self.pg = None
 
     def _sessions(self) -> list[tuple[Any, ...]]:
-        where, params = [], []
-        if self.only:
-            where.append(f"id IN ({', '.join('?' * len(self.only))})")
-            params += self.only
-        if self.since is not None:
-            where.append("started >= ?")
-            params.append(self.since)
-        sql = f"SELECT id, {', '.join(SESSION_FIELDS)} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        return self.local.execute(sql + " ORDER BY started", params).fetchall()
+        return self.local.sessions(self.only, self.since)
 
     async def push_all(self) -> int:
         """One pass over every chosen session; the number of rows sent."""
@@ -192,39 +150,16 @@ class Pusher:
 
     def _slice(self, sid: str, mark: Mark) -> tuple[list[Any], list[Any], bool]:
         """The next events and bodies after the watermark, read in one snapshot."""
-        c = self.local
-        c.execute("BEGIN")
-        try:
-            events = c.execute(
-                f"SELECT seq, {', '.join(EVENT_COLUMNS)} FROM events WHERE session = ? "
-                "AND seq > ? ORDER BY seq LIMIT ?", (sid, mark.seq, EVENTS_PER_TX),
-            ).fetchall()  # fmt: skip
-            bodies: list[Any] = []
-            size = 0
-            for r in c.execute(
-                "SELECT rowid, rid, shown, CAST(stored AS TEXT) FROM bodies "
-                "WHERE session = ? AND rowid > ? ORDER BY rowid", (sid, mark.body),
-            ):  # fmt: skip
-                bodies.append(r)
-                size += len(r[2]) + len(r[3])
-                if size >= BODY_BYTES_PER_TX or len(bodies) >= EVENTS_PER_TX:
-                    break
-            more = len(events) >= EVENTS_PER_TX or size >= BODY_BYTES_PER_TX or (
-                len(bodies) >= EVENTS_PER_TX)
-        finally:
-            c.execute("COMMIT")
+        got = self.local.slice(sid, mark.seq, mark.body, EVENTS_PER_TX, BODY_BYTES_PER_TX)
         self.read_at = time.time()
-        return events, bodies, more
+        return got
 
     def _rewound(self, sid: str, mark: Mark) -> bool:
         """The event at the watermark is not the one pushed (an importer took back its last
         message and the seq was given again): send the session's events again."""
         if mark.seq == 0:
             return False
-        row = self.local.execute(
-            "SELECT ts FROM events WHERE session = ? AND seq = ?", (sid, mark.seq)
-        ).fetchone()
-        return row is None or row[0] != mark.ts
+        return not self.local.same_event(sid, mark.seq, mark.ts)
 
     async def push_session(self, sid: str, fields: tuple[Any, ...]) -> None:
         assert self.pg is not None
@@ -321,7 +256,7 @@ class Pusher:
         trace("push", self.woke, self.read_at, begun, time.time(), last_rid(events))
 
     def data_version(self) -> int:
-        return int(self.local.execute("PRAGMA data_version").fetchone()[0])
+        return self.local.data_version()
 
     # What `remote.run` needs of a push.
     async def first(self) -> None:

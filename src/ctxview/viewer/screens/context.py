@@ -14,7 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from ctxview.context.state import Msg, load_texts, render_context, replay
-from ctxview.importers.api_requests import Request, render_request
+from ctxview.importers.api_requests import Request, rebuild_stored, render_request
 from ctxview.rules.as_sent import render, render_call
 from ctxview.rules.config import Config, ConfigError
 from ctxview.store.records import Event
@@ -67,7 +67,7 @@ class ContextScreen(CtxviewScreen[None]):
         self.events = await reader.events(self.session_id)
         # Claude Code's own record of its requests, when the transcript carries it: shown as
         # sent; otherwise the context is rebuilt from the transcript's messages.
-        self.recorded = await reader.api_requests(self.session_id)
+        self.recorded = rebuild_stored(await reader.api_request_rows(self.session_id))
         if self.recorded:
             self.requests = list(range(1, len(self.recorded) + 1))
             if not self.request:

@@ -20,6 +20,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ctxview.context.state import ARMS, ContextState, Request, arm_state
+from ctxview.importers.api_requests import rebuild_stored
 from ctxview.rules.config import Config, ConfigError
 from ctxview.rules.ids import format_id
 
@@ -307,7 +308,8 @@ class ContextPanel(Widget):
         fig = self.figures
         await fig.load(self.app.reader, self.session_id, self._paint_page)  # type: ignore[attr-defined]
         # After the replay's pages (its first paint is not delayed): the recorded requests.
-        fig.recorded = await self.app.reader.api_requests(self.session_id)  # type: ignore[attr-defined]
+        reader = self.app.reader  # type: ignore[attr-defined]  # App has no reader; CtxviewApp does
+        fig.recorded = rebuild_stored(await reader.api_request_rows(self.session_id))
         fig.done = True
         fig.total = max(fig.total, fig.fed)
         self._page()

@@ -1,0 +1,98 @@
+"""The local store a pull writes into (sync/pull.py), a replica the viewer reads as any store:
+pulled sessions, their events and bodies (indexed for search), and each session's pull
+watermark in the meta table, a slice and its watermark committed in one transaction."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ctxview.store import schema
+from ctxview.store.fresh import make_if_missing
+from ctxview.store.push_source import SESSION_FIELDS
+from ctxview.store.records import EVENT_COLUMNS
+
+FTS_MAX = 1_000_000  # characters of a body the search index takes
+
+
+def _mark_key(machine: str, sid: str) -> str:
+    return f"pull:{machine}\t{sid}"
+
+
+class Replica:
+    """One read-write connection; its calls run on sync's worker threads, one at a time."""
+
+    def __init__(self, path: Path) -> None:
+        make_if_missing(path)
+        conn = sqlite3.connect(path, isolation_level=None, timeout=10, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        schema.check(conn)
+        conn.executescript(schema.PRAGMAS)
+        schema.ensure(conn)
+        self._conn = conn
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def mark(self, machine: str, sid: str) -> dict[str, Any] | None:
+        """The watermark the last pull of `machine`'s session `sid` committed, or None."""
+        row = self._conn.execute(
+            "SELECT value FROM meta WHERE key = ?", (_mark_key(machine, sid),)
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def session_data(self, sid: str) -> str | None:
+        """The `data` JSON of the session with this id here, or None when there is none."""
+        row = self._conn.execute("SELECT data FROM sessions WHERE id = ?", (sid,)).fetchone()
+        return None if row is None else str(row[0] or "{}")
+
+    def write_slice(
+        self,
+        machine: str,
+        sid: str,
+        local_id: str,
+        fields: tuple[Any, ...],
+        events: list[Any],
+        bodies: list[tuple[int, str, str]],
+        mark: dict[str, Any],
+        *,
+        replace: bool,
+    ) -> None:
+        """One transaction: the session row (`fields`: SESSION_FIELDS) as `local_id`, its
+        events (seq, *EVENT_COLUMNS; all of them replaced when `replace`), the bodies (rid,
+        shown, stored) not there yet with their search index, and the pull's new watermark."""
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            cols = ", ".join(SESSION_FIELDS)
+            c.execute(
+                f"INSERT INTO sessions (id, {cols}) VALUES (?, {', '.join('?' * len(fields))}) "
+                "ON CONFLICT (id) DO UPDATE SET "
+                + ", ".join(f"{k} = excluded.{k}" for k in SESSION_FIELDS if k != "next_rid")
+                + ", next_rid = max(next_rid, excluded.next_rid)",
+                (local_id, *fields),
+            )
+            if replace:
+                c.execute("DELETE FROM events WHERE session = ?", (local_id,))
+            marks = ", ".join("?" for _ in range(len(EVENT_COLUMNS) + 2))
+            c.executemany(
+                f"INSERT OR REPLACE INTO events (session, seq, {', '.join(EVENT_COLUMNS)}) "
+                f"VALUES ({marks})", [(local_id, *e) for e in events],
+            )  # fmt: skip
+            for rid, shown, stored in bodies:
+                cur = c.execute(
+                    "INSERT OR IGNORE INTO bodies (session, rid, shown, stored) VALUES (?,?,?,?)",
+                    (local_id, rid, shown, stored),
+                )
+                if cur.rowcount:
+                    c.execute("INSERT INTO bodies_fts (rowid, stored) VALUES (?, ?)",
+                              (cur.lastrowid, stored[:FTS_MAX]))  # fmt: skip
+            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                      (_mark_key(machine, sid), json.dumps(mark)))  # fmt: skip
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
