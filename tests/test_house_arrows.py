@@ -35,10 +35,6 @@ ARROWS: dict[str, set[str]] = {
 # Imports that still climb, each waiting for the change that removes it (the test fails when
 # one is gone, so that it leaves this list too).
 WAITING: dict[tuple[str, str], str] = {
-    # the SQL of the request records moves into store/ (issue 17, point 2)
-    ("ctxview.store.reader", "ctxview.importers.api_requests"): "store",
-    ("ctxview.report.stats", "ctxview.importers.api_requests"): "store",
-    ("ctxview.viewer.screens.context", "ctxview.importers.api_requests"): "store",
     # the session locks and the tree's ids an import takes move below agents/ (issue 17)
     ("ctxview.importers.claude_code", "ctxview.agents.live"): "locks",
     ("ctxview.importers.codex", "ctxview.agents.live"): "locks",

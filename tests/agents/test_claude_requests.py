@@ -18,7 +18,8 @@ import pytest
 from claude_helpers import Project, needs_claude
 from fake_anthropic import FakeAnthropic, is_summary_request
 
-from ctxview.importers import api_requests as api
+from ctxview.context import requests as api
+from ctxview.importers import api_requests
 from ctxview.store import requests as stored
 
 
@@ -70,9 +71,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"project": p, "sid": sid, "sent": sent, "path": path}
 
 
-def _from_transcript(path: Path) -> list[api.Request]:
+def _from_transcript(path: Path) -> list[api.RecordedRequest]:
     """The requests rebuilt straight from the transcript (the collector's rows, no store)."""
-    collector = api.Collector()
+    collector = api_requests.Collector()
     shapes: dict[str, Any] = {}
     blobs: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
@@ -88,7 +89,7 @@ def _from_transcript(path: Path) -> list[api.Request]:
     return api.rebuild(rows, shapes, blobs)
 
 
-def check_requests(sent: list[dict[str, Any]], rebuilt: list[api.Request]) -> None:
+def check_requests(sent: list[dict[str, Any]], rebuilt: list[api.RecordedRequest]) -> None:
     """Every logged request equals the rebuilt one at its place, in order; the only ones without
     a record are compaction summary requests (2.1.328 records none for them)."""
     assert rebuilt, "the transcript carries no api-request records"
@@ -290,11 +291,11 @@ def test_hash_form_and_wire_form() -> None:
 
 
 def test_tail_named_before_its_message_and_prefix_breaks() -> None:
-    c = api.Collector()
+    c = api_requests.Collector()
     a, b, d = _msg("user", "a"), _msg("assistant", "b"), _msg("user", "d")
     ha, hd = api.message_hash(a), api.message_hash(d)
     shape = {"type": "api-request-shape", "shapeHash": "s", "shape": {"system": [], "tools": []}}
-    rows: list[api.Rows] = [c.feed(shape)]
+    rows: list[api_requests.Rows] = [c.feed(shape)]
     rows.append(c.feed({"type": "user", "message": a}))
     rows.append(c.feed({"type": "api-request", "id": "r1", "keep": 0, "tail": [ha],
                         "shapeHash": "s", "params": {}, "cacheControl": []}))  # fmt: skip

@@ -21,8 +21,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ctxview.context.requests import rebuild_stored, sent_figures
 from ctxview.context.state import ARMS, ArmFigures, arm_state, figures
-from ctxview.importers.api_requests import rebuild_stored, sent_figures
 from ctxview.rules.as_sent import Usage, bill, provider_of, rates
 from ctxview.rules.config import Config, ConfigError
 from ctxview.store import Reader

@@ -96,7 +96,7 @@ class Reader:
 
     async def api_request_rows(self, session_id: str) -> requests.StoredRequests:
         """The API requests Claude Code recorded for the session, as stored (schema 5; empty
-        when its transcript had none): `importers.api_requests.rebuild_stored` rebuilds them."""
+        when its transcript had none): `context.requests.rebuild_stored` rebuilds them."""
         return await on_thread(self._conn, requests.read, session_id)
 
     async def api_cost(self, session_id: str) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """The request-record tables (schema 5, `schema.API_TABLES`): Claude Code's own record of each
 API request, written as an importer gives its rows and read back as they are stored. Turning
-the rows into requests is the importer's (importers/api_requests.py): the store knows no format.
+the rows into requests is context/requests.py: the store knows no format.
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def _to_v4(conn: sqlite3.Connection) -> None:
 
 
 # Version 5: the API requests a Claude Code transcript records (store/requests.py writes and
-# reads them; importers/api_requests.py rebuilds the requests).
+# reads them; context/requests.py rebuilds the requests).
 # A shape (system + tools) and a message are stored once under their hash, shared by every
 # request and session that sends them; a request is its keep/tail delta and its own fields.
 API_TABLES = """

@@ -13,8 +13,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
+from ctxview.context.requests import RecordedRequest, rebuild_stored, render_request
 from ctxview.context.state import Msg, load_texts, render_context, replay
-from ctxview.importers.api_requests import Request, rebuild_stored, render_request
 from ctxview.rules.as_sent import render, render_call
 from ctxview.rules.config import Config, ConfigError
 from ctxview.store.records import Event
@@ -50,7 +50,7 @@ class ContextScreen(CtxviewScreen[None]):
         self.config = Config()
         self.text = ""  # the context on screen
         self.sent = ""  # a reconstructed context as serialised (what its sizes count)
-        self.recorded: list[Request] = []
+        self.recorded: list[RecordedRequest] = []
 
     def compose(self) -> ComposeResult:
         yield Static(id="context-title", classes="title-line")

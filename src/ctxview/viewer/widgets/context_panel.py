@@ -19,8 +19,8 @@ from typing import Any
 from rich.text import Text
 from textual.widget import Widget
 
+from ctxview.context.requests import rebuild_stored
 from ctxview.context.state import ARMS, ContextState, Request, arm_state
-from ctxview.importers.api_requests import rebuild_stored
 from ctxview.rules.config import Config, ConfigError
 from ctxview.rules.ids import format_id
 
