@@ -186,6 +186,10 @@ class Proxy:
             )  # fmt: skip
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
             ex.outcome, ex.status = "upstream-failed", 502
+            # What the client sent is recorded all the same (the upstream never read it).
+            with contextlib.suppress(Exception):
+                async for chunk in request.content.iter_any():
+                    body.extend(chunk)
             ex.note = f"The upstream {ex.upstream} could not be reached ({_reason(exc)})."
             return _refuse(502, ex.note)
         async with up:
