@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ctxview.agents import failures
@@ -18,12 +20,18 @@ from ctxview.store import proxy_records
 from ctxview.store.writer import Writer
 
 BUDGET = 256 << 20
+# A body this big is parsed only once no request is in flight (or after `YIELD_SECONDS`):
+# parsing holds the interpreter, and the streams going through need it more.
+BIG = 1 << 20
+YIELD_SECONDS = 2.0
 EVENT = "proxy"  # the failures log's event name for the proxy's own losses
 
 
 class Recorder:
-    def __init__(self, store: Path, *, workspace: str = "") -> None:
+    def __init__(self, store: Path, *, workspace: str = "",
+                 busy: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
         self.store = store
+        self.busy = busy
         self.workspace = workspace
         self.queue: asyncio.Queue[Exchange | None] = asyncio.Queue()
         self.queued_bytes = 0
@@ -91,6 +99,10 @@ class Recorder:
                     self._idle.set()
 
     async def _one(self, ex: Exchange) -> None:
+        if len(ex.body) >= BIG:
+            until = time.monotonic() + YIELD_SECONDS
+            while self.busy() and time.monotonic() < until:
+                await asyncio.sleep(0.02)
         rec: Recorded = await asyncio.to_thread(build, ex, self._thread)
         seq = self._seq(rec.session, ex.started)
         rec.row.seq = seq

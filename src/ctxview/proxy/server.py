@@ -82,7 +82,7 @@ class Proxy:
         self.upstream = upstream.rstrip("/") if upstream else None
         self.port = port
         self.secret = secret or new_secret()
-        self.recorder = Recorder(store, workspace=workspace)
+        self.recorder = Recorder(store, workspace=workspace, busy=lambda: self.active > 0)
         self._runner: web.AppRunner | None = None
         self._client: aiohttp.ClientSession | None = None
         self.active = 0  # requests in flight (the bench and the tests read it)

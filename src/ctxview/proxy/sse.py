@@ -20,6 +20,8 @@ class SseParser:
     _cr: bool = False  # the last chunk ended in `\r`: a `\n` first in the next one is its pair
 
     def feed(self, chunk: bytes) -> list[Event]:
+        if not chunk:  # nothing: a `\r` before it still waits for its `\n`
+            return []
         if self._cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         self._cr = chunk.endswith(b"\r")
