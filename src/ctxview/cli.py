@@ -38,6 +38,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("mcp", "serve the engine's tools to an agent over MCP (stdio; run by the host)"),
     "push": ("push", "push the store's sessions to a team's PostgreSQL"),
     "pull": ("pull", "pull a team's sessions from PostgreSQL into the store"),
+    "proxy": ("proxy", "a local proxy that records every request an agent sends its model API"),
+    "run": ("run", "run a command (claude, codex, ...) through the recording proxy"),
+    "requests": ("requests", "a session's recorded requests, or as JSON lines exactly as sent"),
 }
 
 

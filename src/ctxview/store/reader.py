@@ -103,6 +103,19 @@ class Reader:
         """The transcript's own last cost-state record, or None."""
         return await on_thread(self._conn, requests.read_cost, session_id)
 
+    async def proxy_records(self, session_id: str) -> list[Any]:
+        """What `ctxview proxy` recorded of the session's requests, in order (schema 6; items
+        are `store.proxy_records.ProxyRow`)."""
+        from ctxview.store import proxy_records
+
+        return await on_thread(self._conn, proxy_records.read, session_id)
+
+    async def proxy_sessions(self) -> list[tuple[str, int, float]]:
+        """Sessions with proxied requests: (id, requests, last started), newest first."""
+        from ctxview.store import proxy_records
+
+        return await on_thread(self._conn, proxy_records.sessions)
+
     async def data_version(self) -> int:
         """Changes whenever another connection commits: the cheap "did anything commit?" check."""
         async with self._conn.execute("PRAGMA data_version") as cur:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION_ID = 0x63747876  # "ctxv": marks a SQLite file as a ctxview store
 
 
@@ -217,10 +217,18 @@ def _to_v5(conn: sqlite3.Connection) -> None:
     _run_script(conn, API_TABLES)
 
 
+# Version 6: what `ctxview proxy` saw of each request (store/proxy_records.py); a request the
+# model answers is also an api_requests row (its messages and shape shared with the import's).
+def _to_v6(conn: sqlite3.Connection) -> None:
+    from ctxview.store.proxy_records import TABLES
+
+    _run_script(conn, TABLES)
+
+
 # version -> the step that brings a store of that version to the next one. Steps are idempotent
 # and run inside the migration's transaction.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: _to_v2, 2: _to_v3, 3: _to_v4, 4: _to_v5,
+    1: _to_v2, 2: _to_v3, 3: _to_v4, 4: _to_v5, 5: _to_v6,
 }
 
 

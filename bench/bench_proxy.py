@@ -1,0 +1,200 @@
+"""What `ctxview proxy` adds: latency to the first and the last byte of the answer, proxy vs
+direct to a scripted Messages server, p50/p95, for 10 KB, 1 MB and 10 MB requests; the
+proxy's memory for a 10 MB request and with 100 concurrent streams.
+
+Three processes, as in use: the scripted server (`python bench_proxy.py --serve`), the real
+`ctxview proxy` command recording into a temporary store, and this client (aiohttp). The
+memory is the proxy process's RSS from /proc (its high-water mark reset with clear_refs)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+EVENTS = [
+    {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                                          "content": [], "usage": {"input_tokens": 1}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    *[{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta",
+                                                            "text": "word "}}] * 20,
+    {"type": "content_block_stop", "index": 0},
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 20}},
+    {"type": "message_stop"},
+]  # fmt: skip
+SSE = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in EVENTS]
+
+
+async def _serve(port_file: str) -> None:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        slow = float(request.query.get("pace", "0"))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for chunk in SSE:
+            await resp.write(chunk)
+            if slow:
+                await asyncio.sleep(slow)
+        await resp.write_eof()
+        return resp
+
+    app = web.Application(client_max_size=64 << 20)
+    app.router.add_post("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+    await site.start()
+    Path(port_file).write_text(str(site._server.sockets[0].getsockname()[1]))  # type: ignore[union-attr]
+    await asyncio.Event().wait()
+
+
+def _rss(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) in bytes."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    get = lambda k: int(re.search(rf"{k}:\s+(\d+) kB", text).group(1)) * 1024  # type: ignore[union-attr]  # noqa: E731
+    return get("VmRSS"), get("VmHWM")
+
+
+def _reset_hwm(pid: int) -> None:
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def _body(size: int, i: int) -> bytes:
+    filler = "x" * max(0, size - 400)
+    return json.dumps({"model": "m", "max_tokens": 10, "stream": True,
+                       "messages": [{"role": "user", "content": f"{i} {filler}"}]}).encode()  # fmt: skip
+
+
+async def _one(s: aiohttp.ClientSession, url: str, raw: bytes) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    async with s.post(url, data=raw, headers={"content-type": "application/json",
+                                              "x-api-key": "bench"}) as resp:  # fmt: skip
+        first = None
+        async for _ in resp.content.iter_any():
+            if first is None:
+                first = time.perf_counter() - t0
+        last = time.perf_counter() - t0
+    return (first or last) * 1000, last * 1000
+
+
+def _pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(
+        values) > 1 else values[0]  # fmt: skip
+
+
+async def _latency(direct: str, proxied: str, size: int, n: int) -> dict[str, Any]:
+    out: dict[str, list[float]] = {"d1": [], "dn": [], "p1": [], "pn": []}
+    async with aiohttp.ClientSession() as s:
+        for i in range(n + 2):
+            raw = _body(size, i)
+            # Alternate which goes first, so neither always meets a warm cache.
+            order = [("d", direct), ("p", proxied)] if i % 2 else [("p", proxied), ("d", direct)]
+            for tag, url in order:
+                a, b = await _one(s, url, raw)
+                if i >= 2:  # two warm-ups
+                    out[tag + "1"].append(a)
+                    out[tag + "n"].append(b)
+    return {k: (_pct(v, 50), _pct(v, 95)) for k, v in out.items()}
+
+
+async def _streams(proxied: str, pid: int, n: int) -> tuple[int, int]:
+    """Peak RSS over the baseline while `n` slow streams are open at once."""
+    base, _ = _rss(pid)
+    peak = base
+    done = asyncio.Event()
+
+    async def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _rss(pid)[0])
+            await asyncio.sleep(0.01)
+
+    sampler = asyncio.create_task(sample())
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
+        await asyncio.gather(*(_one(s, proxied + "&pace=0.05", _body(10_000, i))
+                               for i in range(n)))  # fmt: skip
+    done.set()
+    await sampler
+    return base, peak
+
+
+async def _bench(args: argparse.Namespace) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
+    port_file = tmp / "port"
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port_file)])
+    ctxview = Path(sys.executable).with_name("ctxview")
+    proxy = None
+    try:
+        while not port_file.exists() or not port_file.read_text():
+            await asyncio.sleep(0.02)
+        up = f"http://127.0.0.1:{port_file.read_text()}"
+        env = {**os.environ, "CTXVIEW_STORE": str(tmp / "store.db")}
+        proxy = subprocess.Popen([str(ctxview), "proxy", "--upstream", up], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        assert proxy.stdout is not None
+        base = proxy.stdout.readline().strip().split("=", 1)[1]  # export ANTHROPIC_BASE_URL=…
+        direct, proxied = f"{up}/v1/messages?beta=true", f"{base}/v1/messages?beta=true"
+        load = os.getloadavg()
+        print(f"bench_proxy: load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
+              f"{os.cpu_count()} cores")  # fmt: skip
+        ok = True
+        print(f"{'size':>6} {'n':>3}  {'direct 1st p50/p95':>19}  {'proxy 1st p50/p95':>18}  "
+              f"{'added 1st p50/p95':>18}  {'added last p50/p95':>19}")  # fmt: skip
+        for label, size, n in (("10 KB", 10_000, args.n), ("1 MB", 1 << 20, args.n),
+                               ("10 MB", 10 << 20, max(5, args.n // 4))):  # fmt: skip
+            r = await _latency(direct, proxied, size, n)
+            add1 = (r["p1"][0] - r["d1"][0], r["p1"][1] - r["d1"][1])
+            addn = (r["pn"][0] - r["dn"][0], r["pn"][1] - r["dn"][1])
+            print(f"{label:>6} {n:>3}  {r['d1'][0]:8.1f} / {r['d1'][1]:6.1f} ms  "
+                  f"{r['p1'][0]:7.1f} / {r['p1'][1]:6.1f} ms  {add1[0]:+7.1f} / {add1[1]:+6.1f} ms"
+                  f"  {addn[0]:+8.1f} / {addn[1]:+6.1f} ms")  # fmt: skip
+            ok &= add1[0] <= 5 and add1[1] <= 20
+        await asyncio.sleep(1.0)  # the recorder catches up before the memory figures
+        _reset_hwm(proxy.pid)
+        before, _ = _rss(proxy.pid)
+        async with aiohttp.ClientSession() as s:
+            await _one(s, proxied, _body(10 << 20, 999))
+        await asyncio.sleep(2.0)  # recorded (parsed, written) within this
+        _, hwm = _rss(proxy.pid)
+        print(f"10 MB request: proxy peak RSS {(hwm - before) / 2**20:+.1f} MB over "
+              f"{before / 2**20:.1f} MB (forwarding and recording it; 10 MB body)")  # fmt: skip
+        base_rss, peak = await _streams(proxied, proxy.pid, 100)
+        print(f"100 concurrent streams: proxy RSS {base_rss / 2**20:.1f} -> {peak / 2**20:.1f} MB"
+              f", {(peak - base_rss) / 100 / 1024:.0f} KB per stream")  # fmt: skip
+        print("target (<= 5 ms p50, <= 20 ms p95 added to the first byte):",
+              "met" if ok else "MISSED")  # fmt: skip
+        return 0 if ok or not args.strict else 1
+    finally:
+        if proxy is not None:
+            proxy.terminate()
+            proxy.wait()
+        server.terminate()
+        server.wait()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--serve", help=argparse.SUPPRESS)
+    ap.add_argument("-n", type=int, default=40, help="requests per size (10 MB: a quarter)")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
+    args = ap.parse_args()
+    if args.serve:
+        asyncio.run(_serve(args.serve))
+        return 0
+    return asyncio.run(_bench(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""One proxied exchange as the rows the store keeps. Pure (no I/O): the recorder calls it off
+the request's path and writes what it returns.
+
+A request the model answers is stored the way the import of Claude Code's own records stores
+them (`importers/api_requests.py`): its system+tools shape once under its hash, each message
+once in canonical form (no cache marks, content as a block list), the request as the leading
+messages it keeps of the session's previous one plus the hashes it adds, its cache
+breakpoints as paths. What canonical form loses, `layout` keeps: which messages had their
+content as a string or a one-block list (`forms`), a message that still differs (`patch`),
+which parts the body had. The rebuilt body is checked against the body as forwarded before
+anything is stored; should it differ, the body itself is kept (`body_raw`). Either way
+`rebuild` gives back a body JSON-equal to what the upstream received."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import json
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ctxview.importers import api_requests as api
+from ctxview.proxy import headers as hdr
+from ctxview.proxy import keying, protocols
+from ctxview.proxy.answers import Answer
+from ctxview.store.proxy_records import PROXY_N, ProxyRow
+
+MAX_RAW = 64 << 20  # an unparsed body kept up to this size (its sha and size always)
+
+
+@dataclass
+class Exchange:
+    """What the server saw of one request and its answer."""
+
+    method: str
+    path: str  # as forwarded, query included
+    upstream: str
+    protocol: str
+    request_headers: list[tuple[str, str]]
+    body: bytes
+    started: float  # wall clock
+    status: int | None = None
+    response_headers: list[tuple[str, str]] | None = None
+    first_byte_ms: float | None = None
+    total_ms: float | None = None
+    outcome: str = "complete"  # complete | cut | incomplete | upstream-failed
+    note: str | None = None
+    answer: Answer | None = None
+
+
+@dataclass
+class Thread:
+    """A session's last recorded request, in this process: what the next one keeps of it."""
+
+    prev_id: str | None = None
+    prev_hashes: list[str] = field(default_factory=list)
+    shapes: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Recorded:
+    session: str
+    title: str
+    row: ProxyRow
+    rows: api.Rows | None  # the api_* rows, for a request the model answers
+    hashes: list[str]  # its messages, for the thread
+    shape: str | None
+
+
+def _header(pairs: list[tuple[str, str]], name: str) -> str:
+    return next((v for k, v in pairs if k.lower() == name), "")
+
+
+def decode_body(raw: bytes, encoding: str) -> bytes | None:
+    enc = encoding.strip().lower()
+    try:
+        if enc in ("", "identity"):
+            return raw
+        if enc in ("gzip", "x-gzip"):
+            return gzip.decompress(raw)
+        if enc == "deflate":
+            try:
+                return zlib.decompress(raw)
+            except zlib.error:
+                return zlib.decompress(raw, -zlib.MAX_WBITS)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return None
+
+
+def parse(ex: Exchange) -> Any:
+    """The body as JSON, or None when it is not JSON (or says it is something else)."""
+    ctype = _header(ex.request_headers, "content-type").lower()
+    if ctype and "json" not in ctype:
+        return None
+    raw = decode_body(ex.body, _header(ex.request_headers, "content-encoding"))
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+def find_marks(value: Any, path: list[Any], out: list[dict[str, Any]]) -> None:
+    """Every `cache_control` in `value` as Claude Code's `cacheControl` lists them."""
+    if isinstance(value, dict):
+        if "cache_control" in value:
+            out.append({"path": list(path), "value": value["cache_control"]})
+        for k, v in value.items():
+            if k != "cache_control":
+                find_marks(v, [*path, k], out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            find_marks(v, [*path, i], out)
+
+
+def _apply_forms(messages: list[dict[str, Any]], layout: dict[str, Any]) -> list[dict[str, Any]]:
+    forms: dict[str, str] = layout.get("forms") or {}
+    patch: dict[str, Any] = layout.get("patch") or {}
+    out = []
+    for i, m in enumerate(messages):
+        key = str(i)
+        if key in patch:
+            out.append(patch[key])
+            continue
+        form = forms.get(key)
+        c = m.get("content")
+        if form == "s" and isinstance(c, list) and len(c) == 1 and isinstance(c[0], dict):
+            m = {**m, "content": c[0].get("text", "")}
+        elif form == "l" and isinstance(c, str):
+            m = {**m, "content": [{"type": "text", "text": c}]}
+        out.append(m)
+    return out
+
+
+def assemble(protocol: str, layout: dict[str, Any], shaped: dict[str, Any],
+             params: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The body as forwarded from `api_requests.build`'s `{system, tools, messages}`."""
+    has = layout.get("has") or [True, True, True]
+    parts = protocols.Parts(
+        messages=_apply_forms(shaped["messages"], layout), system=shaped["system"],
+        tools=shaped["tools"], params=params, has_system=bool(has[0]), has_tools=bool(has[1]),
+        has_messages=bool(has[2]))  # fmt: skip
+    return protocols.join(protocol, parts)
+
+
+def rebuild(row: ProxyRow, request: api.Request | None) -> Any:
+    """The body the upstream received, from the stored rows (None: not JSON; see body_raw)."""
+    if row.body_raw is not None:
+        raw = decode_body(bytes(row.body_raw), _header(
+            [(k, v) for k, v in json.loads(row.request_headers)], "content-encoding"))  # fmt: skip
+        try:
+            return json.loads(raw) if raw else None
+        except (ValueError, RecursionError):
+            return None
+    if request is None or row.layout is None:
+        return None
+    return assemble(row.protocol, json.loads(row.layout), request.body, request.params)
+
+
+def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:
+    """The rows for `ex` as request `seq` of its session (the recorder renumbers them once it
+    knows the session). `thread_of(session) -> Thread` gives the session's thread (the
+    recorder's memory of it); the thread is not changed here."""
+    body = parse(ex)
+    lower = {k.lower(): v for k, v in ex.request_headers}
+    session = (
+        keying.session_key(ex.protocol, lower, body)
+        if body is not None
+        else _fallback_session(lower)
+    )
+    thread: Thread = thread_of(session)
+    rid = f"px_{uuid.uuid4().hex}"
+    sha = hashlib.sha256(ex.body).hexdigest()
+    answer = ex.answer
+    answer_json = _dumps(answer.body) if answer and answer.body is not None else None
+    usage = answer.usage() if answer else None
+    parts = protocols.split(ex.protocol, body) if body is not None else None
+    rows: api.Rows | None = None
+    layout: dict[str, Any] | None = None
+    raw: bytes | None = None
+    hashes: list[str] = []
+    shape_hash: str | None = None
+    if parts is not None and protocols.recorded(ex.protocol):
+        rows, layout, hashes, shape_hash = _request_rows(ex, body, parts, thread, rid, usage, seq)
+        if rows is None:
+            raw = ex.body  # what canonical form could not carry: kept as it came
+    else:
+        raw = ex.body[:MAX_RAW]
+    note = ex.note
+    if body is None and ex.body:
+        note = (note + " " if note else "") + "The body is not JSON; kept as it came."
+    row = ProxyRow(
+        session=session, seq=seq, request_id=rid,
+        api_n=PROXY_N + seq if rows is not None else None, protocol=ex.protocol,
+        method=ex.method, path=ex.path, upstream=ex.upstream, started=ex.started,
+        first_byte_ms=ex.first_byte_ms, total_ms=ex.total_ms, status=ex.status,
+        outcome=ex.outcome, note=note,
+        request_headers=json.dumps(hdr.kept(ex.request_headers), ensure_ascii=False),
+        response_headers=(json.dumps(hdr.kept(ex.response_headers), ensure_ascii=False)
+                          if ex.response_headers is not None else None),
+        body_bytes=len(ex.body), body_sha256=sha, parsed=int(rows is not None),
+        layout=json.dumps(layout) if layout is not None else None, body_raw=raw,
+        answer=answer_json, answer_raw=answer.raw if answer else None,
+        usage=_dumps(usage) if usage is not None else None,
+    )  # fmt: skip
+    title = keying.title(ex.protocol, body) if body is not None else ""
+    return Recorded(session, title, row, rows, hashes, shape_hash)
+
+
+def _fallback_session(lower: dict[str, str]) -> str:
+    """A request whose body is not JSON: the client's session when a header names it."""
+    sid = keying.claude_code_session(lower, None)
+    if sid:
+        return f"cc-{sid}"
+    sid = keying.codex_session(lower)
+    return f"cx-{sid}" if sid else "px-unparsed"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _request_rows(ex: Exchange, body: Any, parts: protocols.Parts, thread: Thread, rid: str,
+                  usage: Any, seq: int) -> tuple[api.Rows | None, dict[str, Any], list[str], str | None]:  # fmt: skip
+    marks: list[dict[str, Any]] = []
+    shaped_in = {"system": parts.system if parts.has_system else [],
+                 "tools": parts.tools if parts.has_tools else [],
+                 "messages": parts.messages}  # fmt: skip
+    find_marks(shaped_in, [], marks)
+    shape = {"system": api.strip_cache(shaped_in["system"]),
+             "tools": api.strip_cache(shaped_in["tools"])}  # fmt: skip
+    shape_hash = api.digest(shape)
+    canon = [api.canonical(m) for m in parts.messages]
+    hashes = [api.digest(m) for m in canon]
+    # What canonical form loses, found by building the body back as the reader will.
+    built, missed = api.build(shape, canon, marks)
+    layout: dict[str, Any] = {"has": [parts.has_system, parts.has_tools, parts.has_messages]}
+    forms: dict[str, str] = {}
+    patch: dict[str, Any] = {}
+    for i, (got, sent) in enumerate(zip(built["messages"], parts.messages, strict=True)):
+        if got == sent:
+            continue
+        g, s = got.get("content"), sent.get("content")
+        fixed = None
+        if isinstance(s, str) and isinstance(g, list):
+            forms[str(i)], fixed = "s", _apply_forms([got], {"forms": {"0": "s"}})[0]
+        elif isinstance(s, list) and isinstance(g, str):
+            forms[str(i)], fixed = "l", _apply_forms([got], {"forms": {"0": "l"}})[0]
+        if fixed != sent:
+            forms.pop(str(i), None)
+            patch[str(i)] = copy.deepcopy(sent)
+    if forms:
+        layout["forms"] = forms
+    if patch:
+        layout["patch"] = patch
+    again = assemble(ex.protocol, layout, built, parts.params)
+    if missed or again != body:
+        return None, layout, hashes, None
+    keep = 0
+    for a, b in zip(thread.prev_hashes, hashes, strict=False):
+        if a != b:
+            break
+        keep += 1
+    rows = api.Rows()
+    if shape_hash not in thread.shapes:
+        rows.shapes.append((shape_hash, api.canonical_json(shape)))
+    # The kept messages were stored with the request before; the rest now (INSERT OR IGNORE).
+    rows.blobs.extend((h, api.canonical_json(m)) for h, m in zip(hashes[keep:], canon[keep:],
+                                                                  strict=True))  # fmt: skip
+    stamp = datetime.fromtimestamp(ex.started, UTC).isoformat()
+    rows.requests.append({
+        "n": PROXY_N + seq, "id": rid, "timestamp": stamp,
+        "querySource": f"proxy:{ex.protocol}", "shapeHash": shape_hash,
+        "base": thread.prev_id if keep else None, "keep": keep, "tail": hashes[keep:],
+        "params": parts.params, "cacheControl": marks, "requestDigest": None,
+    })  # fmt: skip
+    if isinstance(usage, dict):
+        rows.usage.append((rid, api.canonical_json(usage)))
+    return rows, layout, hashes, shape_hash

@@ -1,0 +1,240 @@
+"""The proxy itself: listens on 127.0.0.1, forwards each request to its upstream as it comes
+(the body streamed through, not buffered), streams the answer back chunk by chunk as it
+arrives, and hands what it saw to the recorder, which never holds a request up.
+
+Who may use it: a request must carry the proxy's secret, first in its path (the base URL the
+proxy prints, `http://127.0.0.1:PORT/<secret>`, works for any client that takes a base URL)
+or in an `X-Ctxview-Secret` header; a request with an `Origin` (a web page's) is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import secrets
+import time
+import zlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from yarl import URL
+
+from ctxview.proxy import headers as hdr
+from ctxview.proxy import protocols
+from ctxview.proxy.answers import Assembler
+from ctxview.proxy.record import Exchange
+from ctxview.proxy.recorder import Recorder
+
+CONNECT_TIMEOUT = 30.0  # seconds to reach the upstream; an answer itself may take its time
+CHUNK = 1 << 16
+
+
+def new_secret() -> str:
+    return secrets.token_urlsafe(24)
+
+
+@dataclass
+class Endpoint:
+    port: int
+    secret: str
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/{self.secret}"
+
+    def variables(self) -> dict[str, str]:
+        """The base-URL variables a client reads (Anthropic's SDKs, OpenAI's)."""
+        return {"ANTHROPIC_BASE_URL": self.base, "OPENAI_BASE_URL": f"{self.base}/v1"}
+
+
+class _Decoder:
+    """The answer's content-encoding undone for the recorder (the client gets the bytes as
+    they came)."""
+
+    def __init__(self, encoding: str) -> None:
+        enc = encoding.strip().lower()
+        self.d: Any = None
+        self.failed = enc not in ("", "identity", "gzip", "x-gzip", "deflate")
+        if enc in ("gzip", "x-gzip"):
+            self.d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif enc == "deflate":
+            self.d = zlib.decompressobj()
+
+    def __call__(self, chunk: bytes) -> bytes:
+        if self.failed:
+            return b""
+        if self.d is None:
+            return chunk
+        try:
+            return bytes(self.d.decompress(chunk))
+        except zlib.error:
+            self.failed = True
+            return b""
+
+
+class Proxy:
+    def __init__(self, store: Path, *, upstream: str | None = None, port: int = 0,
+                 secret: str | None = None, workspace: str = "") -> None:  # fmt: skip
+        self.upstream = upstream.rstrip("/") if upstream else None
+        self.port = port
+        self.secret = secret or new_secret()
+        self.recorder = Recorder(store, workspace=workspace, busy=lambda: self.active > 0)
+        self._runner: web.AppRunner | None = None
+        self._client: aiohttp.ClientSession | None = None
+        self.active = 0  # requests in flight (the bench and the tests read it)
+
+    async def start(self) -> Endpoint:
+        await self.recorder.start()
+        self._client = aiohttp.ClientSession(
+            auto_decompress=False,
+            trust_env=True,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=CONNECT_TIMEOUT, connect=CONNECT_TIMEOUT
+            ),
+        )
+        app = web.Application(client_max_size=0)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        # The handler is cancelled when its client goes away: the upstream request with it.
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return Endpoint(self.port, self.secret)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._client is not None:
+            await self._client.close()
+        await self.recorder.stop()
+
+    def _authorized(self, request: web.Request) -> str | None:
+        """The path after the secret, or None when the request does not carry it."""
+        path = request.raw_path.split("?", 1)[0]
+        prefix = f"/{self.secret}"
+        if hmac.compare_digest(path[: len(prefix)].encode(), prefix.encode()) and (
+            len(path) == len(prefix) or path[len(prefix)] == "/"
+        ):
+            return path[len(prefix) :] or "/"
+        given = request.headers.get(hdr.SECRET_HEADER, "")
+        if given and hmac.compare_digest(given.encode(), self.secret.encode()):
+            return path
+        return None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        t0 = time.perf_counter()
+        if "Origin" in request.headers:
+            return _refuse(403, "The ctxview proxy does not answer web pages.")
+        path = self._authorized(request)
+        if path is None:
+            return _refuse(403, "The ctxview proxy answers only requests that carry its secret "
+                                "(the base URL it printed).")  # fmt: skip
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            # Nothing recordable passes a websocket: the client falls back to HTTP.
+            return _refuse(404, "The ctxview proxy does not carry websockets; use HTTP.")
+        query = request.raw_path.partition("?")[2]
+        forwarded = path + (f"?{query}" if query else "")
+        protocol = protocols.detect(request.method, path)
+        upstream = self.upstream or protocols.default_upstream(protocol, path)
+        pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers]
+        ex = Exchange(method=request.method, path=forwarded, upstream=upstream,
+                      protocol=protocol, request_headers=pairs, body=b"",
+                      started=time.time())  # fmt: skip
+        body = bytearray()
+        self.active += 1
+        try:
+            return await self._forward(request, ex, body, t0)
+        except asyncio.CancelledError:
+            ex.outcome = "cut"
+            ex.note = (
+                "The client went away before the answer ended; the upstream request was cancelled."
+            )
+            raise
+        finally:
+            self.active -= 1
+            ex.body = bytes(body)
+            del body[:]
+            if ex.total_ms is None:
+                ex.total_ms = (time.perf_counter() - t0) * 1000
+            self.recorder.put(ex)
+
+    async def _forward(self, request: web.Request, ex: Exchange, body: bytearray,
+                       t0: float) -> web.StreamResponse:  # fmt: skip
+        assert self._client is not None
+
+        async def stream() -> AsyncIterator[bytes]:
+            async for chunk in request.content.iter_any():
+                body.extend(chunk)
+                yield chunk
+
+        has_body = request.body_exists
+        url = URL(f"{ex.upstream}{ex.path}", encoded=True)
+        try:
+            up = await self._client.request(
+                ex.method, url, headers=hdr.upstream_headers(ex.request_headers),
+                data=stream() if has_body else None, allow_redirects=False,
+                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+            )  # fmt: skip
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+            ex.outcome, ex.status = "upstream-failed", 502
+            # What the client sent is recorded all the same (the upstream never read it).
+            with contextlib.suppress(Exception):
+                async for chunk in request.content.iter_any():
+                    body.extend(chunk)
+            ex.note = f"The upstream {ex.upstream} could not be reached ({_reason(exc)})."
+            return _refuse(502, ex.note)
+        async with up:
+            ex.status = up.status
+            out_pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in up.raw_headers]
+            ex.response_headers = out_pairs
+            resp = web.StreamResponse(status=up.status, reason=up.reason)
+            for k, v in hdr.client_headers(out_pairs):
+                resp.headers.add(k, v)
+            assembler = Assembler(ex.protocol, up.headers.get("Content-Type", ""))
+            decode = _Decoder(up.headers.get("Content-Encoding", ""))
+            await resp.prepare(request)
+            try:
+                async for chunk in up.content.iter_any():
+                    if ex.first_byte_ms is None:
+                        ex.first_byte_ms = (time.perf_counter() - t0) * 1000
+                    await resp.write(chunk)
+                    assembler.feed(decode(chunk))
+            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
+                ex.answer = assembler.finish()
+                ex.outcome = "upstream-cut"
+                ex.note = f"The upstream's answer broke off ({_reason(exc)})."
+                ex.total_ms = (time.perf_counter() - t0) * 1000
+                # The client sees the break as it would have without the proxy.
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
+            ex.total_ms = (time.perf_counter() - t0) * 1000
+            ex.answer = assembler.finish()
+            if decode.failed:
+                ex.note = "The answer's content encoding could not be decoded; not reassembled."
+            if assembler.sse and not ex.answer.complete:
+                ex.outcome = "incomplete"
+                ex.note = "The answer's stream ended before its own end event."
+            with contextlib.suppress(ConnectionError):
+                await resp.write_eof()
+            return resp
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _refuse(status: int, sentence: str) -> web.Response:
+    return web.json_response(
+        {"type": "error", "error": {"type": "ctxview_proxy", "message": sentence}}, status=status
+    )
