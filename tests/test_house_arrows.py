@@ -12,10 +12,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ctxview"
 # What each room may import besides itself. `cli.py` is the commands' room; the package's own
 # `__init__` (a version, nothing imported) is open to all.
 BOTTOM = {"engine", "rules", "tools", "files", "store", "context", "report", "prompts"}
-EVERY = BOTTOM | {"agents", "importers", "export", "sync", "serve", "demo", "viewer", "themes"}
+EVERY = BOTTOM | {"agents", "proxy", "importers", "export", "sync", "serve", "demo", "viewer", "themes"}
 ARROWS: dict[str, set[str]] = {
     "commands": EVERY,
     "agents": BOTTOM | {"importers"},  # the hooks import the transcript as it is written
+    # the request rows the importer writes; the failures doctor reads (agents/failures.py)
+    "proxy": BOTTOM | {"importers", "agents"},
     "importers": BOTTOM | {"export"},  # ctxview's own export read back (its format)
     "demo": BOTTOM,
     "serve": BOTTOM,

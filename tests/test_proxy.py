@@ -17,6 +17,7 @@ import pytest
 from aiohttp import web
 
 from ctxview.agents import failures
+from ctxview.context.requests import rebuild_stored
 from ctxview.proxy.server import Proxy
 from ctxview.store import Reader
 
@@ -201,7 +202,7 @@ async def test_messages_stream_passes_chunk_by_chunk_and_is_reassembled(proxy: P
     assert b"sk-ant-SECRET" not in db.read_bytes() + Path(f"{db}-wal").read_bytes()
     # The viewer's reader rebuilds it (the `x` view and the context panel read these).
     async with await Reader.open(db) as r:
-        [req] = await r.api_requests("cc-abc-123")
+        [req] = rebuild_stored(await r.api_request_rows("cc-abc-123"))
     assert req.body["messages"] == MESSAGES_BODY["messages"]
     assert req.marks == [{"path": ["system", 0], "value": {"type": "ephemeral"}}]
 
@@ -249,7 +250,7 @@ async def test_chat_completions_from_a_plain_client(proxy: Proxy) -> None:
     recs = await _records(proxy, rec.session)
     assert len(recs) == 2
     async with await Reader.open(proxy.recorder.store) as r:
-        reqs = await r.api_requests(rec.session)
+        reqs = rebuild_stored(await r.api_request_rows(rec.session))
     assert reqs[1].keep == 2  # the shared opening stored once
     from ctxview.proxy.record import rebuild
 

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ctxview.commands.common import open_reader
+from ctxview.context.requests import rebuild_stored
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +39,7 @@ async def _run(args: argparse.Namespace) -> int:
         else:
             sid = (await reader.resolve_session(args.session)).id
         rows = await reader.proxy_records(sid)
-        recorded = {r.id: r for r in await reader.api_requests(sid)} if args.json else {}
+        recorded = {r.id: r for r in rebuild_stored(await reader.api_request_rows(sid))} if args.json else {}
     finally:
         await reader.close()
     if not rows:

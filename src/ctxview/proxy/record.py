@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ctxview.context import requests as req
 from ctxview.importers import api_requests as api
 from ctxview.proxy import headers as hdr
 from ctxview.proxy import keying, protocols
@@ -140,7 +141,7 @@ def _apply_forms(messages: list[dict[str, Any]], layout: dict[str, Any]) -> list
 
 def assemble(protocol: str, layout: dict[str, Any], shaped: dict[str, Any],
              params: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
-    """The body as forwarded from `api_requests.build`'s `{system, tools, messages}`."""
+    """The body as forwarded from `context.requests.build`'s `{system, tools, messages}`."""
     has = layout.get("has") or [True, True, True]
     parts = protocols.Parts(
         messages=_apply_forms(shaped["messages"], layout), system=shaped["system"],
@@ -149,7 +150,7 @@ def assemble(protocol: str, layout: dict[str, Any], shaped: dict[str, Any],
     return protocols.join(protocol, parts)
 
 
-def rebuild(row: ProxyRow, request: api.Request | None) -> Any:
+def rebuild(row: ProxyRow, request: req.RecordedRequest | None) -> Any:
     """The body the upstream received, from the stored rows (None: not JSON; see body_raw)."""
     if row.body_raw is not None:
         raw = decode_body(bytes(row.body_raw), _header(
@@ -233,13 +234,13 @@ def _request_rows(ex: Exchange, body: Any, parts: protocols.Parts, thread: Threa
                  "tools": parts.tools if parts.has_tools else [],
                  "messages": parts.messages}  # fmt: skip
     find_marks(shaped_in, [], marks)
-    shape = {"system": api.strip_cache(shaped_in["system"]),
-             "tools": api.strip_cache(shaped_in["tools"])}  # fmt: skip
-    shape_hash = api.digest(shape)
-    canon = [api.canonical(m) for m in parts.messages]
-    hashes = [api.digest(m) for m in canon]
+    shape = {"system": req.strip_cache(shaped_in["system"]),
+             "tools": req.strip_cache(shaped_in["tools"])}  # fmt: skip
+    shape_hash = req.digest(shape)
+    canon = [req.canonical(m) for m in parts.messages]
+    hashes = [req.digest(m) for m in canon]
     # What canonical form loses, found by building the body back as the reader will.
-    built, missed = api.build(shape, canon, marks)
+    built, missed = req.build(shape, canon, marks)
     layout: dict[str, Any] = {"has": [parts.has_system, parts.has_tools, parts.has_messages]}
     forms: dict[str, str] = {}
     patch: dict[str, Any] = {}
@@ -269,9 +270,9 @@ def _request_rows(ex: Exchange, body: Any, parts: protocols.Parts, thread: Threa
         keep += 1
     rows = api.Rows()
     if shape_hash not in thread.shapes:
-        rows.shapes.append((shape_hash, api.canonical_json(shape)))
+        rows.shapes.append((shape_hash, req.canonical_json(shape)))
     # The kept messages were stored with the request before; the rest now (INSERT OR IGNORE).
-    rows.blobs.extend((h, api.canonical_json(m)) for h, m in zip(hashes[keep:], canon[keep:],
+    rows.blobs.extend((h, req.canonical_json(m)) for h, m in zip(hashes[keep:], canon[keep:],
                                                                   strict=True))  # fmt: skip
     stamp = datetime.fromtimestamp(ex.started, UTC).isoformat()
     rows.requests.append({
@@ -281,5 +282,5 @@ def _request_rows(ex: Exchange, body: Any, parts: protocols.Parts, thread: Threa
         "params": parts.params, "cacheControl": marks, "requestDigest": None,
     })  # fmt: skip
     if isinstance(usage, dict):
-        rows.usage.append((rid, api.canonical_json(usage)))
+        rows.usage.append((rid, req.canonical_json(usage)))
     return rows, layout, hashes, shape_hash

@@ -2,17 +2,17 @@
 headers without credentials, how its body is rebuilt, and its reassembled answer.
 
 A request the model answers is also an `api_requests` row, its messages and system+tools
-shape in `api_blobs` / `api_shapes`, shared with the import of Claude Code's own records (the
-import's SQL, `importers/api_requests.py`, writes those; this module writes and reads the
-proxy's own table). Its `n` there is `PROXY_N + seq`, past any an import gives, so the two
+shape in `api_blobs` / `api_shapes`, shared with the import of Claude Code's own records (written
+by `store/requests.py`; this module writes and reads the proxy's own table). Its `n` there is `PROXY_N + seq`, past any an import gives, so the two
 never take each other's rows; each names the request it follows (`base`) explicitly."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
 PROXY_N = 1 << 32
 
@@ -85,12 +85,22 @@ _NEW_SESSION = (
 )
 
 
-async def write(writer: Any, row: ProxyRow, *, title: str, workspace: str) -> None:
+class InTurn(Protocol):
+    """The writer's face this module needs (the writer imports the schema, which imports this)."""
+
+    async def in_turn(self, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+
+async def write(writer: InTurn, row: ProxyRow, *, title: str, workspace: str) -> None:
     """The session when it is new (a `proxy` one), then the record (inside the caller's
     `writer.transaction()`, with its api_* rows)."""
-    await writer.execute_rows(_NEW_SESSION, [(row.session, title, workspace, row.started,
-                                              json.dumps({"proxied": True}))])  # fmt: skip
-    await writer.execute_rows(_INSERT, [tuple(getattr(row, c) for c in _COLS)])
+    session = (row.session, title, workspace, row.started, json.dumps({"proxied": True}))
+    await writer.in_turn(_write, session, tuple(getattr(row, c) for c in _COLS))
+
+
+def _write(conn: sqlite3.Connection, session: tuple[Any, ...], record: tuple[Any, ...]) -> None:
+    conn.execute(_NEW_SESSION, session)
+    conn.execute(_INSERT, record)
 
 
 _READ = f"SELECT {', '.join(_COLS)} FROM proxy_records"

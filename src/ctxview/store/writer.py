@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -19,6 +19,8 @@ from ctxview.store.connect import on_thread, open_connection
 from ctxview.store.records import EVENT_COLUMNS, Body, Event, Pending
 from ctxview.store.schema import StoreError
 from ctxview.store.tree import IdSpace
+
+T = TypeVar("T")
 
 _EVENT_SQL = (
     f"INSERT INTO events (session, seq, {', '.join(EVENT_COLUMNS)}) VALUES "
@@ -437,10 +439,16 @@ class Writer:
         the events: inside the import's transaction when there is one."""
         if not records:
             return
+        await self.in_turn(requests.write, session_id, records)
+
+    async def in_turn(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(connection, *args)` on the writer's connection, in turn with the events (inside
+        the import's transaction when there is one): for the store's own modules that keep
+        other tables (requests.py, proxy_records.py)."""
         await self.flush()
         await self._wait_turn()
         await self._lock()
-        await on_thread(self._conn, requests.write, session_id, records)
+        return await on_thread(self._conn, fn, *args)
 
     async def checkpoint(self) -> None:
         await self.flush()
