@@ -43,7 +43,6 @@ import functools
 import hashlib
 import json
 import os
-import sqlite3
 import stat
 import time
 from collections import deque
@@ -67,8 +66,9 @@ from ctxview.importers.detect import CLAUDE
 from ctxview.importers.follow import sub_agents
 from ctxview.importers.runner import FileImporter
 from ctxview.rules.compaction import files_read_table
-from ctxview.store import tree
-from ctxview.store.records import EVENT_COLUMNS, Body, Event
+from ctxview.store.probe import Probe, SqliteError
+from ctxview.store.records import Body, Event
+from ctxview.store.reserve import IdReserver
 from ctxview.store.writer import Writer
 from ctxview.tools import ToolError
 
@@ -188,8 +188,8 @@ class HookEngine:
     def __init__(self, store: Path) -> None:
         self.store = Path(store)
         self.writer: Writer | None = None
-        self._read: sqlite3.Connection | None = None
-        self._ids: sqlite3.Connection | None = None
+        self._read: Probe | None = None
+        self._ids: IdReserver | None = None
         self.served: dict[str, Served] = {}
         self._lanes: dict[str, _Lane] = {}  # session tree (its root's id) -> its lane
         self._held: dict[tuple[str, str], _Held] = {}  # (session, call id) -> its events
@@ -208,13 +208,10 @@ class HookEngine:
         self._port = found.port if found is not None else None
         self.writer = await Writer.open(self.store)
         # The writer waits 10 s for a lock; a hook must give up inside its budget instead.
-        await self.writer._conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-        self._read = sqlite3.connect(self.store, timeout=BUSY_MS / 1000, isolation_level=None)
-        # Ids reserved before an answer: a connection of their own that never waits on the
-        # lock (the event loop must not stop while the writer's import holds it), committing
-        # as the writer does (WAL, no sync at each commit).
-        self._ids = sqlite3.connect(self.store, timeout=0, isolation_level=None)
-        self._ids.execute("PRAGMA synchronous = NORMAL")
+        await self.writer.set_busy_timeout(BUSY_MS)
+        self._read = Probe.read_write(self.store, timeout=BUSY_MS / 1000)
+        # Ids reserved before an answer: a connection of their own that never waits on the lock.
+        self._ids = IdReserver(self.store)
         await self._recover()
 
     async def _recover(self) -> None:
@@ -236,9 +233,7 @@ class HookEngine:
 
     def _stored(self, held: _Held) -> bool:
         assert self._read is not None
-        return bool(held.steps) and all(self._read.execute(
-            "SELECT 1 FROM events WHERE session = ? AND rid = ?", (sid, rid)).fetchone()
-            for sid, rid in held.rids())  # fmt: skip
+        return bool(held.steps) and self._read.has_results(held.rids())
 
     async def close(self) -> None:
         await self.settled()
@@ -384,7 +379,7 @@ class HookEngine:
                     if not self._held and all(other.worker is None or other is lane
                                               for other in self._lanes.values()):  # fmt: skip
                         self._journal.clear()
-                except sqlite3.Error:
+                except SqliteError:
                     for sid in sessions:
                         self.served.pop(sid, None)
                 finally:
@@ -433,7 +428,7 @@ class HookEngine:
         holds every id an answer gave), and the next step reads the session from the store
         (its dedupe table may hold what was never stored)."""
         self.served.pop(served.session.id, None)
-        with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(SqliteError):
             served.session.ids.rewind(self._next_rid(served.session.id), owner=owner)
 
     async def _after(self, sid: str, served: Served, payload: dict[str, Any], trace: Trace,
@@ -555,7 +550,7 @@ class HookEngine:
             await session.end()  # kept in memory: `--resume` brings it back
             # Its sub-agents end with it at the latest (one whose end no hook told).
             assert self._read is not None
-            for sid in tree.members(self._read, session.id)[1:]:
+            for sid in self._read.members(session.id)[1:]:
                 await self._end(sid)
             return None
         if event == "UserPromptSubmit":
@@ -592,7 +587,7 @@ class HookEngine:
         else:  # another session of the tree may have taken ids (a sub-agent, a recall)
             self._others_ids(served)
         if served.summary_due is not None:
-            self._fill_summary(served)
+            await self._fill_summary(served)
         return served
 
     async def _take_over(self, sid: str, info: dict[str, Any], payload: dict[str, Any]
@@ -613,14 +608,13 @@ class HookEngine:
         if fields:
             await self.writer.update_session(sid, **fields)
 
-    def _fill_summary(self, served: Served) -> None:
+    async def _fill_summary(self, served: Served) -> None:
         """A compaction stored before its summary reached the transcript gets it now."""
-        assert served.summary_due is not None and self._read is not None
+        assert served.summary_due is not None and self.writer is not None
         seq, transcript, start = served.summary_due
         summary = _compact_summary(transcript, start)
         if summary:
-            self._read.execute("UPDATE events SET text = ? WHERE session = ? AND seq = ?",
-                               (summary, served.session.id, seq))  # fmt: skip
+            await self.writer.set_event_text(served.session.id, seq, summary)
             served.summary_due = None
 
     async def _start(self, sid: str, payload: dict[str, Any]) -> Session:
@@ -646,21 +640,13 @@ class HookEngine:
 
     def _last_seq(self, sid: str) -> int:
         assert self._read is not None
-        row = self._read.execute(
-            "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (sid,)
-        ).fetchone()
-        return int(row[0])
+        return self._read.last_seq(sid)
 
     def _catch_up(self, served: Served, last: int) -> None:
         """Take in what others wrote since `served.last_seq` (`Session.catch_up`)."""
         assert self._read is not None
         session = served.session
-        rows = self._read.execute(
-            f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events WHERE session = ? "
-            "AND seq > ? AND kind IN ('result', 'compaction') ORDER BY seq",
-            (session.id, served.last_seq),
-        ).fetchall()
-        session.catch_up((Event.from_row(r[0], r[1], r[2:]) for r in rows), 0)
+        session.catch_up(self._read.results_after(session.id, served.last_seq), 0)
         self._others_ids(served)
         served.last_seq = last
 
@@ -792,10 +778,7 @@ class HookEngine:
         grew since it was last read (the engine was down: killed, crashed) are read now, so
         what the calls meanwhile got is stored and each such call is listed for doctor."""
         assert self._read is not None
-        rows = self._read.execute(
-            "SELECT id, workspace, source_path, data FROM sessions WHERE source = ? AND ended IS "
-            "NULL AND parent_session IS NULL AND source_path IS NOT NULL AND started > ?",
-            (CLAUDE, time.time() - 86400)).fetchall()  # fmt: skip
+        rows = self._read.open_top_sessions(CLAUDE, time.time() - 86400)
         for sid, workspace, source_path, data in rows:
             info = json.loads(data or "{}")
             offset = info.get("import", {}).get("offset", 0)
@@ -855,18 +838,7 @@ class HookEngine:
         reserved ahead instead would leave a gap in the tree's ids whenever the engine is
         killed.)"""
         assert self._ids is not None
-        deadline = time.monotonic() + BUSY_MS / 1000
-        while True:
-            try:
-                self._ids.execute("UPDATE sessions SET next_rid = max(next_rid, ?) WHERE id = ?",
-                                  (upto, served.session.id))  # fmt: skip
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.001)
+        await self._ids.reserve(served.session.id, upto, BUSY_MS / 1000)
         served.reserved = max(served.reserved, upto)
 
     def _others_ids(self, served: Served) -> None:
@@ -879,7 +851,7 @@ class HookEngine:
     def _next_rid(self, sid: str) -> int:
         """The next id of `sid`'s tree as stored (`store.tree`): reserved ones included."""
         assert self._read is not None
-        return tree.next_rid(self._read, tree.root_of(self._read, sid))
+        return self._read.next_rid(sid)
 
     # Tools
 
@@ -1096,11 +1068,9 @@ class HookEngine:
         prompt_id = p.get("prompt_id") if isinstance(p.get("prompt_id"), str) else None
         ref = note.ref(prompt_id, prompt)
         assert self._read is not None
-        row = self._read.execute(
-            "SELECT rid FROM events WHERE session = ? AND kind = 'result' AND call_ref = ?",
-            (session.id, ref)).fetchone()  # fmt: skip
-        if row is not None:  # already stored (an import of the transcript was first)
-            shown = note.line(session.ref(int(row[0])))
+        rid = self._read.result_of_call(session.id, ref)
+        if rid is not None:  # already stored (an import of the transcript was first)
+            shown = note.line(session.ref(rid))
         else:
             shown = await session.insert_beside(NOTIFICATION_TOOL, note.args(), note.report,
                                                 note.line, call_ref=ref,
@@ -1128,10 +1098,9 @@ class HookEngine:
         await session.compact(summary, data=data)
         if not summary and isinstance(transcript, str):
             assert self._read is not None
-            (seq,) = self._read.execute(
-                "SELECT max(seq) FROM events WHERE session = ? AND kind = 'compaction'",
-                (session.id,)).fetchone()  # fmt: skip
-            served.summary_due = (int(seq), transcript, served.compact_from)
+            seq = self._read.last_compaction(session.id)
+            assert seq is not None  # the compaction just stored
+            served.summary_due = (seq, transcript, served.compact_from)
         if not table:
             return None
         return {"hookSpecificOutput": {"hookEventName": "SessionStart",
