@@ -50,8 +50,9 @@ class HeldCalls:
         self._held: dict[tuple[str, str], Held] = {}
         self.recovered: set[str] = set()  # sessions with calls a killed engine held
 
-    def __len__(self) -> int:
-        return len(self._held)
+    def waiting(self) -> bool:
+        """Whether any call waits for its record (the journal is kept until none does)."""
+        return bool(self._held)
 
     def has(self, session_id: str, call_id: str) -> bool:
         return (session_id, call_id) in self._held

@@ -237,7 +237,7 @@ class HookEngine:
                         served = self.served.get(sid)
                         if served is not None:
                             served.last_seq = self._sessions.last_seq(sid)
-                    if not len(self._calls) and all(other.worker is None or other is lane
+                    if not self._calls.waiting() and all(other.worker is None or other is lane
                                               for other in self._lanes.values()):  # fmt: skip
                         self._journal.clear()
                 except SqliteError:
