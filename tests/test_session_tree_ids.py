@@ -122,10 +122,10 @@ async def test_a_rolled_back_import_gives_its_ids_again(tmp_path: Path) -> None:
 async def test_a_rewind_never_gives_back_an_id_another_step_took_after(tmp_path: Path) -> None:
     """The hook engine answers a call while its import of the last call's transcript is under
     way (claude_hooks: answers before store), both drawing on the tree's one counter: the call's
-    events held (`_Held`, its own writer), the import's queued in its transaction. Whichever of
+    events held (`held_calls.Held`, its own writer), the import's queued in its transaction. Whichever of
     the two fails and gives its ids back, it gives back only its own trailing ones: an id the
     other took after them is never given twice (a gap instead)."""
-    from ctxview.agents.claude_code.hooks import _Held
+    from ctxview.agents.claude_code.held_calls import Held
     from ctxview.agents.live import next_rid
 
     store = tmp_path / "s.db"
@@ -136,7 +136,7 @@ async def test_a_rewind_never_gives_back_an_id_another_step_took_after(tmp_path:
         child = await Session.start(writer, tmp_path, session_id="c", parent_session="p")
 
         # 1. The import's chunk takes an id, a call's step takes the next, the chunk rolls back.
-        held = _Held(writer)
+        held = Held(writer)
         with pytest.raises(RuntimeError):
             async with writer.batch(), writer.transaction():
                 await imp.insert("bash", {}, "imported, rolled back")  # #1000, queued
@@ -154,7 +154,7 @@ async def test_a_rewind_never_gives_back_an_id_another_step_took_after(tmp_path:
         # fails before its answer: it gives back its own id only.
         async with writer.batch(), writer.transaction():
             assert (await imp.insert("bash", {}, "imported")).startswith("[#1003]")
-            failed = _Held(writer)
+            failed = Held(writer)
             child.writer = failed  # type: ignore[assignment]
             assert (await child.insert("bash", {}, "never answered")).startswith("[#1004]")
             child.writer = writer

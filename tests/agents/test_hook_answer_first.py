@@ -110,13 +110,13 @@ async def test_an_import_beside_the_hook_waits_for_the_calls_events(engine, tmp_
     prompt, call, result = bash_turn(SID, tmp_path / "proj", "list files", "")
     transcript.write_text(_lines([prompt, call]))
     slow = asyncio.Event()
-    real = engine._import
+    real = engine._transcripts._import
 
     async def late(*args: Any, **kw: Any) -> None:  # the step is slow after its answer
         await slow.wait()
         await real(*args, **kw)
 
-    monkeypatch.setattr(engine, "_import", late)
+    monkeypatch.setattr(engine._transcripts, "_import", late)
     out = await engine.respond("PostToolUse", _hook(tmp_path, transcript, "toolu_1", "a.py"))
     shown = out["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
     result["message"]["content"][0]["content"] = shown

@@ -33,7 +33,7 @@ MCP server (src/ctxview/agents/mcp/server.py, `ctxview mcp`), so both write one 
   counter.
 - The hook engine answers a tool call before it stores it (its events wait for Claude Code's
   record of the call in the transcript). Its steps go through one lane per session tree
-  (`claude_hooks._Lane`), which holds the tree's lock from a call's arrival until every call
+  (`claude_code.lane.Lane`), which holds the tree's lock from a call's arrival until every call
   it answered is stored: the parent's and its sub-agents' calls are answered in order, one at a
   time, while earlier calls are still being stored. The ids an answer gives are put in the
   store's counter (the session's `next_rid`, so the tree's) before the answer goes, and kept in

@@ -53,8 +53,9 @@ def default_store() -> Path:
 
 
 def _default_store() -> str:
-    # As store/paths.py decides (importing it would load the store package and aiosqlite);
-    # tests/agents/test_claude_hooks.py checks that the two agree.
+    # As store/paths.py decides (importing it would load the store package and its async
+    # SQLite driver): this file touches no SQLite, it only finds the engine's socket beside the
+    # store; tests/agents/test_claude_hooks.py checks that the two agree.
     if env := os.environ.get("CTXVIEW_STORE"):
         return os.path.expanduser(env)
     state = os.environ.get("XDG_STATE_HOME")

@@ -12,7 +12,7 @@ Never breaks the agent: a failure inside the engine answers `{}` (Claude Code ke
 output) and is recorded for `ctxview doctor`. When the engine is not running at all, Claude Code
 meets a refused connection: it keeps its own output at once, and writes a
 `hook_non_blocking_error` record into the transcript, which the engine records when it imports
-that transcript again (`claude_hooks.HookEngine._record_unreached`).
+that transcript again (`claude_code.transcript_import`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ The phases, in the order a hook goes through them:
 - `read`: the request read from its transport (the HTTP request, or the command client's bytes)
 - `parse`: the hook input's JSON, and the checks on it
 - `lock`: waiting for the session's lock (this process's and the flock other writers share)
-- `catch_up`: the session brought up to date with the store (`HookEngine._serve`)
+- `catch_up`: the session brought up to date with the store (`served.Sessions.serve`)
 - `written`: waiting until the transcript holds the record of the call
 - `transcript`: the transcript's growth imported (messages, usage, sub-agents)
 - `rules`: the 3.0.0 rules' work on the result (in memory)

@@ -1,6 +1,7 @@
 """Which store session a host's process belongs to, and the lock that keeps two writers of one
-session (a hook and the MCP server) from giving the same id twice. Plain sqlite3, read-only:
-this runs on the hook's and the MCP call's hot path."""
+session (a hook and the MCP server) from giving the same id twice. The store's one-shot
+lookups (`store.probe`, plain sqlite3, read-only): this runs on the hook's and the MCP call's hot
+path."""
 
 from __future__ import annotations
 
@@ -8,22 +9,18 @@ import asyncio
 import fcntl
 import hashlib
 import os
-import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ctxview.store import probe
+
+if TYPE_CHECKING:
+    from ctxview.store.writer import Writer
 
 CLAUDE = "claude-code"
-
-_LIVE_SQL = """
-SELECT s.id FROM sessions s
-WHERE s.source = ? AND s.workspace = ? AND s.ended IS NULL AND s.parent_session IS NULL
-ORDER BY coalesce((SELECT e.ts FROM events e WHERE e.session = s.id
-                   ORDER BY e.seq DESC LIMIT 1), s.started) DESC
-LIMIT 1
-"""
 
 
 # The sessions whose lock this process holds now, as (store, session id): an import run inside
@@ -47,15 +44,7 @@ def live_session(store: Path | str, host: str, cwd: Path | str) -> str | None:
     path = Path(store)
     if not path.exists():
         return None
-    workspace = str(Path(cwd).resolve())
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    try:
-        row = conn.execute(_LIVE_SQL, (host, workspace)).fetchone()
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
-    return row[0] if row else None
+    return probe.live_session(path, host, str(Path(cwd).resolve()))
 
 
 def lock_path(store: Path | str, session_id: str) -> Path:
@@ -113,25 +102,11 @@ class HookPending(Exception):
                 if _try_lock(fd):
                     fcntl.flock(fd, fcntl.LOCK_UN)
                     return
-                if _stored(self.store, self.session_id, self.call_id):
+                if probe.call_stored(self.store, self.session_id, self.call_id):
                     return
                 await asyncio.sleep(0.02)
         finally:
             os.close(fd)
-
-
-def _stored(store: Path | str, session_id: str, call_id: str) -> bool:
-    try:
-        conn = sqlite3.connect(f"file:{os.fspath(store)}?mode=ro", uri=True, timeout=1)
-    except sqlite3.Error:
-        return False
-    try:
-        return conn.execute("SELECT 1 FROM events WHERE session = ? AND kind = 'result' AND "
-                            "call_ref = ? LIMIT 1", (session_id, call_id)).fetchone() is not None  # fmt: skip
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
 
 
 def lock_free(store: Path | str, session_id: str) -> bool:
@@ -165,46 +140,21 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-async def stored_calls(writer: Any, session_id: str) -> set[str]:
+async def stored_calls(writer: Writer, session_id: str) -> set[str]:
     """The `call_ref`s of the results stored in a session's tree (an importer asks which results
     a hook or the MCP server already stored: a sub-agent's recall is answered, and may be
     stored, in another session of the tree). Through the writer's own connection, in one hop."""
-    from ctxview.store import tree
-    from ctxview.store.connect import on_thread
-
-    def _query(conn: sqlite3.Connection) -> set[str]:
-        out: set[str] = set()
-        for sid in tree.members(conn, tree.root_of(conn, session_id)):
-            rows = conn.execute(
-                "SELECT call_ref FROM events WHERE session = ? AND kind = 'result' "
-                "AND call_ref IS NOT NULL", (sid,)
-            ).fetchall()
-            out.update(r[0] for r in rows)
-        return out
-
-    return await on_thread(writer._conn, _query)
+    return await writer.tree_call_refs(session_id)
 
 
-async def tree_root(writer: Any, session_id: str) -> str:
+async def tree_root(writer: Writer, session_id: str) -> str:
     """The session at the top of `session_id`'s tree (`store.tree.root_of`), whose lock is the
     tree's. Through the writer's own connection."""
-    from ctxview.store import tree
-    from ctxview.store.connect import on_thread
-
-    def _query(conn: sqlite3.Connection) -> str:
-        return tree.root_of(conn, session_id)
-
-    return await on_thread(writer._conn, _query)
+    return await writer.tree_root(session_id)
 
 
-async def next_rid(writer: Any, session_id: str) -> int:
+async def next_rid(writer: Writer, session_id: str) -> int:
     """The next id of the session's tree as stored: an importer beside a hook (another process)
     takes its next id past the ones the hook, a sub-agent's hook or the MCP server took since it
     looked."""
-    from ctxview.store import tree
-    from ctxview.store.connect import on_thread
-
-    def _query(conn: sqlite3.Connection) -> int:
-        return tree.next_rid(conn, tree.root_of(conn, session_id))
-
-    return await on_thread(writer._conn, _query)
+    return await writer.tree_next_rid(session_id)

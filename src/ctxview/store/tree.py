@@ -18,7 +18,7 @@ class IdSpace:
     never given twice; what other writers took comes in through `advance`.
 
     Each id is taken by an owner (a Session passes its writer: the hook engine's writer of one
-    tool call's held events, `claude_hooks._Held`, is that call's own). Two owners may take ids
+    tool call's held events, `held_calls.Held`, is that call's own). Two owners may take ids
     at once in one process (the hook engine answers a call while the import of the last one's
     transcript goes on), so a rewind gives back only its owner's trailing ids: never one taken
     by someone else after it, whose events are not in the store yet."""

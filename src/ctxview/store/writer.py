@@ -531,3 +531,48 @@ class Writer:
             "next_rid": next_rid,
             "events": [Event.from_row(r[0], r[1], r[2:]) for r in events],
         }
+
+    # What the agents ask of the writer's own connection (`agents/live.py`, the hook engine).
+
+    async def set_busy_timeout(self, ms: int) -> None:
+        """How long this writer waits for another's lock (the hook engine must give up inside
+        Claude Code's budget, well before the default)."""
+        await self._conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+
+    async def set_event_text(self, session_id: str, seq: int, text: str) -> None:
+        """The text of an event already stored (a compaction stored before its summary was
+        written: the hook engine fills it in when it comes)."""
+        await self.flush()
+        await self._wait_turn()
+        await self._lock()
+        await self._conn.execute(
+            "UPDATE events SET text = ? WHERE session = ? AND seq = ?", (text, session_id, seq)
+        )
+
+    async def tree_call_refs(self, session_id: str) -> set[str]:
+        """The `call_ref`s of the results stored in the session's tree, in one hop (no flush:
+        an importer asks what a hook or the MCP server, other writers, stored)."""
+
+        def _query(conn: sqlite3.Connection) -> set[str]:
+            out: set[str] = set()
+            for sid in tree.members(conn, tree.root_of(conn, session_id)):
+                rows = conn.execute(
+                    "SELECT call_ref FROM events WHERE session = ? AND kind = 'result' "
+                    "AND call_ref IS NOT NULL", (sid,)
+                ).fetchall()  # fmt: skip
+                out.update(r[0] for r in rows)
+            return out
+
+        return await on_thread(self._conn, _query)
+
+    async def tree_root(self, session_id: str) -> str:
+        """The session at the top of `session_id`'s tree (`tree.root_of`)."""
+        return await on_thread(self._conn, tree.root_of, session_id)
+
+    async def tree_next_rid(self, session_id: str) -> int:
+        """The next id of the session's tree as stored (no flush: what other writers took)."""
+
+        def _query(conn: sqlite3.Connection) -> int:
+            return tree.next_rid(conn, tree.root_of(conn, session_id))
+
+        return await on_thread(self._conn, _query)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import time
 from pathlib import Path
 
 from ctxview.files.regular import open_regular
+from ctxview.store.probe import Probe
 
 WAIT = 1.0  # seconds: the longest a recall waits for its call's record
 TAIL = 1 << 20  # bytes of each transcript's end looked at first
@@ -26,16 +26,16 @@ RECENT = 60.0  # seconds: a transcript not written for this long made no call ju
 _POLL = 0.005
 
 
-async def calling_session(probe: sqlite3.Connection, root: str, tool_use_id: str | None,
+async def calling_session(probe: Probe, root: str, tool_use_id: str | None,
                           wait: float = WAIT) -> str:  # fmt: skip
     """The store session (`root`, or a sub-agent's `cc-<agent>`) whose conversation holds the
     tool_use `tool_use_id`."""
     if not tool_use_id:
         return root
-    row = probe.execute("SELECT source_path FROM sessions WHERE id = ?", (root,)).fetchone()
-    if row is None or not row[0]:
+    source = probe.source_path(root)
+    if source is None:
         return root
-    main = Path(row[0])
+    main = Path(source)
     folder = main.with_suffix("") / "subagents"
     if not folder.is_dir():
         return root  # no sub-agent has run: nobody else could have called

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -44,8 +43,8 @@ from ctxview.agents import failures, live
 from ctxview.agents.claude_code.caller import calling_session
 from ctxview.engine.session import TOOLS, Session, new_session_id
 from ctxview.prompts import CLAUDE, MCP, RECALL, Active, context_block
-from ctxview.store import Writer, tree
-from ctxview.store.records import EVENT_COLUMNS, Event
+from ctxview.store import Writer
+from ctxview.store.probe import Probe, SqliteError
 from ctxview.store.schema import StoreError
 
 TOOL_SETS: dict[str, tuple[str, ...]] = {"recall": ("recall",), "all": TOOLS}
@@ -98,7 +97,7 @@ class Connection:
     cached: dict[str, tuple[Session, int]] = field(default_factory=dict)
     made_live: set[str] = field(default_factory=set)  # ended when the connection closes
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
-    _probe: sqlite3.Connection | None = None
+    _probe: Probe | None = None
     _closing: asyncio.Future[None] | None = None
 
     # Which session
@@ -146,7 +145,7 @@ class Connection:
             except BaseException:
                 # Half a step may be in memory and not in the store: start again from it.
                 self.cached.pop(sid, None)
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(SqliteError):
                     session.ids.rewind(self._next_rid(sid))
                 raise
             # The next call compares the store with this.
@@ -160,7 +159,7 @@ class Connection:
         if cached is not None:
             session, seen = cached
             if seen != self._last_seq(sid):  # a hook (or an import) wrote since: catch up
-                session.catch_up(self._results_after(sid, seen), self._next_rid(sid))
+                session.catch_up(self._connect().results_after(sid, seen), self._next_rid(sid))
             else:  # another session of its tree (a sub-agent's hook) may have taken ids
                 session.advance_ids(self._next_rid(sid))
             return session
@@ -211,10 +210,9 @@ class Connection:
             parent_session=root, parent_call=call, data=json.dumps({"hooked": True}),
         )  # fmt: skip
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> Probe:
         if self._probe is None:
-            self._probe = sqlite3.connect(f"file:{self.store}?mode=ro", uri=True, timeout=5,
-                                          check_same_thread=False)  # fmt: skip
+            self._probe = Probe.read_only(self.store, timeout=5, any_thread=True)
         return self._probe
 
     async def _writer(self) -> Writer:
@@ -224,24 +222,11 @@ class Connection:
 
     def _last_seq(self, sid: str) -> int:
         """The session's newest event seq: one indexed lookup on a read-only connection."""
-        row = self._connect().execute(
-            "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (sid,)
-        ).fetchone()
-        return int(row[0])
-
-    def _results_after(self, sid: str, seq: int) -> list[Event]:
-        assert self._probe is not None
-        rows = self._probe.execute(
-            f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events WHERE session = ? "
-            "AND seq > ? AND kind IN ('result', 'compaction') ORDER BY seq",
-            (sid, seq),
-        ).fetchall()
-        return [Event.from_row(r[0], r[1], r[2:]) for r in rows]
+        return self._connect().last_seq(sid)
 
     def _next_rid(self, sid: str) -> int:
         """The next id of `sid`'s tree as stored (`store.tree`)."""
-        probe = self._connect()
-        return tree.next_rid(probe, tree.root_of(probe, sid))
+        return self._connect().next_rid(sid)
 
     # Closing
 
@@ -340,7 +325,7 @@ def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPS
             failures.record(conn.store, f"mcp {tool}", "the session's lock was held too long")
             raise McpToolError("ctxview: the session is busy with another writer; try the "
                                "call again.") from None  # fmt: skip
-        except (sqlite3.Error, StoreError, OSError) as exc:
+        except (SqliteError, StoreError, OSError) as exc:
             failures.record(conn.store, f"mcp {tool}", f"{type(exc).__name__}: {exc}")
             raise McpToolError(f"ctxview could not use its store ({exc}).") from None
         except Exception as exc:
