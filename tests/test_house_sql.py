@@ -10,10 +10,6 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "ctxview"
 SQL_MODULES = frozenset({"sqlite3", "aiosqlite"})
 
-# Issue 17: the agents' SQL (the hooks' and MCP's reads and writes, live leases) moves into the
-# store in a change of its own. When it has landed, empty this set.
-NOT_MOVED_YET: frozenset[str] = frozenset({"agents"})
-
 
 def _imports(path: Path) -> set[str]:
     """The modules a file imports, by full name (a relative import resolved in the package)."""
@@ -49,15 +45,8 @@ def _sql_importers() -> dict[Path, set[str]]:
 
 def test_only_the_store_imports_sqlite() -> None:
     outside = {str(p.relative_to(PACKAGE)): sorted(m) for p, m in _sql_importers().items()
-               if _room(p) != "store" and _room(p) not in NOT_MOVED_YET}  # fmt: skip
+               if _room(p) != "store"}  # fmt: skip
     assert not outside, f"SQL outside src/ctxview/store/: {outside}"
-
-
-def test_the_exceptions_are_still_needed() -> None:
-    """An exception left once its room has moved would let the SQL back in unseen."""
-    rooms = {_room(p) for p in _sql_importers()}
-    stale = sorted(NOT_MOVED_YET - rooms)
-    assert not stale, f"{stale} import no SQL any more: take them out of NOT_MOVED_YET"
 
 
 def test_the_store_imports_nothing_above_it() -> None:
