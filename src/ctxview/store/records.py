@@ -53,7 +53,8 @@ class Event:
 
     @property
     def extra(self) -> dict[str, Any]:
-        return json.loads(self.data) if self.data else {}
+        extra: dict[str, Any] = json.loads(self.data) if self.data else {}
+        return extra
 
     @property
     def is_stub(self) -> bool:
@@ -63,7 +64,7 @@ class Event:
     def from_row(cls, session: str, seq: int, row: tuple[Any, ...]) -> Event:
         # Positional: the fields start with EVENT_COLUMNS in order (checked below the class);
         # four times faster than by name, which counts when a viewer or a resume reads 100k.
-        return cls(*row, session=session, seq=seq)
+        return cls(*row, session=session, seq=seq)  # type: ignore[misc]  # row stops before them
 
 
 assert tuple(f.name for f in fields(Event))[: len(EVENT_COLUMNS)] == EVENT_COLUMNS
@@ -118,11 +119,13 @@ class SessionRow:
 
     @property
     def overrides(self) -> dict[str, Any]:
-        return json.loads(self.config or "{}")
+        overrides: dict[str, Any] = json.loads(self.config or "{}")
+        return overrides
 
     @property
     def extra(self) -> dict[str, Any]:
-        return json.loads(self.data or "{}")
+        extra: dict[str, Any] = json.loads(self.data or "{}")
+        return extra
 
     def as_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
