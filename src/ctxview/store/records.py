@@ -18,6 +18,18 @@ EVENT_COLUMNS = (
 STUB_KINDS = frozenset({"unchanged", "same"})
 
 
+def json_object(data: str | None) -> dict[str, Any]:
+    """A data column as a dict: {} when it is empty, not JSON, or JSON but not an object (a
+    store pulled or edited by hand may hold anything; its readers all expect an object)."""
+    if not data:
+        return {}
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 @dataclass
 class Event:
     """One event of a session. `seq` is given by the store; a result's facts are columns."""
@@ -53,8 +65,7 @@ class Event:
 
     @property
     def extra(self) -> dict[str, Any]:
-        extra: dict[str, Any] = json.loads(self.data) if self.data else {}
-        return extra
+        return json_object(self.data)
 
     @property
     def is_stub(self) -> bool:
@@ -124,8 +135,7 @@ class SessionRow:
 
     @property
     def extra(self) -> dict[str, Any]:
-        extra: dict[str, Any] = json.loads(self.data or "{}")
-        return extra
+        return json_object(self.data)
 
     def as_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
