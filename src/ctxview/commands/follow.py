@@ -134,9 +134,9 @@ async def _view(args: argparse.Namespace, path: Path) -> int:
         await asyncio.gather(*tasks, return_exceptions=True)
         await writer.close()
     if failed:
-        exc = failed[0]
-        if isinstance(exc, NotTranscript):
-            raise CliError(str(exc))
-        raise exc
+        error = failed[0]
+        if isinstance(error, NotTranscript):
+            raise CliError(str(error))
+        raise error
     print(f"Stopped following {path}; the store is {store}.", file=sys.stderr)
     return 0

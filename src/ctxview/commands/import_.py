@@ -109,8 +109,8 @@ async def _run(args: argparse.Namespace) -> int:
               "import (" + ", ".join(f"{k} {n:,}" for k, n in kinds) + ").")
     if problems:
         print(f"Skipped {_n(len(problems), 'record')} that could not be imported:", file=sys.stderr)
-        for p in problems[:_SHOW_PROBLEMS]:
-            print(f"  {p}", file=sys.stderr)
+        for problem in problems[:_SHOW_PROBLEMS]:
+            print(f"  {problem}", file=sys.stderr)
         if len(problems) > _SHOW_PROBLEMS:
             print(f"  … and {len(problems) - _SHOW_PROBLEMS} more.", file=sys.stderr)
     for sentence in refused:

@@ -31,15 +31,15 @@ async def _check(args: argparse.Namespace) -> str | None:
         )
     reader = await Reader.open(path)
     try:
-        session_id = None
-        if args.session or args.jump:
-            session_id = (await reader.resolve_session(args.session)).id
+        if not (args.session or args.jump):
+            return None
+        session_id = (await reader.resolve_session(args.session)).id
         if args.jump:
             rid = parse_id(args.jump)
             if rid is None:
                 raise CliError(f"{args.jump!r} is not a result id (hex digits, with or without #).")
             # The id may be a sub-agent's (or its parent's): one id space per session tree.
-            holder = await reader.tree_holder(session_id, rid)  # type: ignore[arg-type]
+            holder = await reader.tree_holder(session_id, rid)
             if holder is None:
                 raise CliError(f"There is no result {format_id(rid)} in session {session_id}.")
             session_id = holder

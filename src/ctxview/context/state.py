@@ -310,6 +310,7 @@ class ContextState:
                 else None
             )
             if stub is not None and elide_rules.elidable(m.text_chars, self.min_chars, len(stub)):
+                assert m.rid is not None  # a stub is made for a result with an id only
                 m.stub = stub
                 m.elided_at = request
                 new = rendered_size("tool", len(m.stub))

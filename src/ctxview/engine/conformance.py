@@ -37,7 +37,8 @@ def _gen(gen: dict[str, Any]) -> str:
         a, b = gen["lines"]
         return "\n".join(gen["template"].format(n=i) for i in range(a, b + 1))
     if "repeat" in gen:
-        return gen["repeat"] * gen["times"]
+        repeated: str = gen["repeat"] * gen["times"]
+        return repeated
     raise ValueError(f"unknown generator {gen!r}")
 
 
@@ -147,8 +148,8 @@ async def run_case(writer: Writer, case: dict[str, Any], tmp: Path) -> list[Fail
         else:
             failures.append(Failure(name, i, f"unknown step {sorted(step)}"))
             continue
-        if "expect" in step and (problem := check(step["expect"], actual)):
-            failures.append(Failure(name, i, problem))
+        if "expect" in step and (wrong := check(step["expect"], actual)):
+            failures.append(Failure(name, i, wrong))
     return failures
 
 

@@ -21,7 +21,7 @@ from ctxview.rules.lines import count_lines, decode
 from ctxview.tools import ToolError
 from ctxview.tools import edit as edit_tool
 from ctxview.tools import patch as patch_tool
-from ctxview.tools.workspace import Workspace
+from ctxview.tools.workspace import Workspace, path_arg
 
 EDIT_TOOLS = frozenset({"write", "edit", "multiedit", "apply_patch"})
 
@@ -49,8 +49,8 @@ def changes_for(tool: str, args: dict[str, Any], ws: Workspace) -> list[Change]:
     if tool == "apply_patch":
         changes = patch_changes(args.get("patch", args.get("input")), ws)
     else:
-        path = args.get("path", args.get("file_path"))
-        key, old_bytes = ws.read_text_or_none(path)  # type: ignore[arg-type]
+        path = path_arg(args.get("path", args.get("file_path")))
+        key, old_bytes = ws.read_text_or_none(path)
         if tool == "write":
             content = args.get("content")
             if not isinstance(content, str):
@@ -62,8 +62,8 @@ def changes_for(tool: str, args: dict[str, Any], ws: Workspace) -> list[Change]:
                 raise ToolError("error.no_file", path=path)
             old = _strict_text(old_bytes, path)
             if tool == "edit":
-                new = edit_tool.replace(old, args.get("old_string"),  # type: ignore[arg-type]
-                                        args.get("new_string"),  # type: ignore[arg-type]
+                new = edit_tool.replace(old, args.get("old_string"),
+                                        args.get("new_string"),
                                         bool(args.get("replace_all", False)), path)  # fmt: skip
             else:
                 new = edit_tool.apply_edits(old, args.get("edits"), path)
@@ -88,8 +88,8 @@ def patch_changes(patch: Any, ws: Workspace) -> list[Change]:
         if key not in state:
             data = ws.load(key, path)
             originals[key] = data
-            state[key] = None if data is None else decode(data)
-            if data is not None and "\ufffd" in state[key] and not _is_utf8(data):
+            text = state[key] = None if data is None else decode(data)
+            if data is not None and text is not None and "\ufffd" in text and not _is_utf8(data):
                 lossy.add(key)
         return state[key]
 

@@ -112,11 +112,14 @@ def linked(ctx: Ctx, text: str) -> str:
 @cache
 def _md() -> Any:
     from markdown_it import MarkdownIt  # imported when a message first needs it (30 ms)
+    from markdown_it.renderer import RendererHTML
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.disable(["html_inline", "html_block"])
-    rules = md.renderer.rules
+    assert isinstance(md.renderer, RendererHTML)  # the default; its rules are what is replaced
+    # Hinted as bound methods; markdown-it calls any rule as rule(tokens, idx, options, env).
+    rules: dict[str, Any] = md.renderer.rules
 
     def image(tokens: list[Any], idx: int, options: Any, env: dict[str, Any]) -> str:
         # Never fetched (the policy forbids it): the image is named, and linked when its address
@@ -948,7 +951,7 @@ class HtmlExport:
             out.append(result_html(ctx, result))
         elif cev is not None:
             out.append('<div class="dim">… no result was recorded</div>')
-        ref = (cev or rev).call_ref if (cev or rev) else None  # type: ignore[union-attr]
+        ref = first.event.call_ref  # the call's, else the result's (first is the one there is)
         for sub in ctx.space.by_call.get(ref or "", []):
             out.extend(self._agent(sub, ctx))
         out.append("</section>\n")

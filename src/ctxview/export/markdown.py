@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -116,7 +117,7 @@ class MdExport:
     def _one_line(text: str) -> str:
         return _HTML_START.sub("&lt;", " ".join(text.split())).replace("|", "\\|")
 
-    def _write_agent(self, f: IO[str], sub: Space) -> None:
+    def _write_agent(self, f: _Counted, sub: Space) -> None:
         for text in self._agent(sub):
             f.write(text)
 
@@ -135,32 +136,36 @@ class MdExport:
         yield "\n</details>\n\n"
 
     def _blocks(self, space: Space) -> Iterator[str]:
-        pending: list[list[object]] = []
-        waiting: dict[str, list[object]] = {}
+        pending: list[_Pending] = []
+        waiting: dict[str, _Pending] = {}
         epoch = 0
         for item in self.source.items(space.id):
             ev = item.event
             if ev.kind == "result" and ev.call_ref and ev.call_ref in waiting:
                 block = waiting.pop(ev.call_ref)
-                block[0] = self._tool(space, int(block[2]), block[1], item)  # type: ignore[arg-type]
+                block.text = self._tool(space, block.epoch, block.call, item)
             else:
                 if ev.kind == "compaction":
                     epoch += 1
                 if ev.kind == "call" and ev.call_ref and ev.call_ref in space.call_rid:
-                    block = [None, item, epoch]
+                    block = _Pending(None, item, epoch)
                     waiting[ev.call_ref] = block
                     pending.append(block)
                 else:
-                    pending.append([self._single(space, epoch, item), None, epoch])
-            while pending and pending[0][0] is not None:
-                yield str(pending.pop(0)[0])
+                    pending.append(_Pending(self._single(space, epoch, item), None, epoch))
+            while pending and (text := pending[0].text) is not None:
+                pending.pop(0)
+                yield text
             if len(pending) > 2000:
-                done = pending.pop(0)
-                yield str(done[0]) if done[0] is not None else self._tool(
-                    space, int(done[2]), done[1], None)  # type: ignore[arg-type]  # fmt: skip
+                yield self._finish(space, pending.pop(0))
         for done in pending:
-            yield str(done[0]) if done[0] is not None else self._tool(
-                space, int(done[2]), done[1], None)  # type: ignore[arg-type]  # fmt: skip
+            yield self._finish(space, done)
+
+    def _finish(self, space: Space, block: _Pending) -> str:
+        """A block's text; a call still waiting for its result is written without one."""
+        if block.text is not None:
+            return block.text
+        return self._tool(space, block.epoch, block.call, None)
 
     def _single(self, space: Space, epoch: int, item: Item) -> str:
         ev = item.event
@@ -267,6 +272,16 @@ class MdExport:
             out.append(f"<details><summary>the {n:,} elided lines, from the stored text"
                        f"</summary>\n\n{fence(middle)}\n</details>\n\n")  # fmt: skip
         return "".join(out)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A block in the order it is written: its text once known, else the call waiting for its
+    result."""
+
+    text: str | None
+    call: Item | None
+    epoch: int
 
 
 class _Counted:

@@ -335,8 +335,8 @@ def _may_straddle(raw: bytes) -> bool:
         joined = left + right
         if _prefix_at_start(joined):
             return True
-        tail = _TAIL.search(left).group()  # type: ignore[union-attr]
-        head = _HEAD.match(right).group()  # type: ignore[union-attr]
+        tail = _TAIL.search(left).group()  # type: ignore[union-attr]  # `*`: always matches
+        head = _HEAD.match(right).group()  # type: ignore[union-attr]  # `*`: always matches
         if len(tail) + len(head) >= 24 and tail and head:
             parts = (tail.decode("ascii"), head.decode("ascii"))
             if coverage("".join(parts)) < 0.5 and not all(coverage(p) >= 0.5 for p in parts):

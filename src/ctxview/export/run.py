@@ -13,6 +13,7 @@ from ctxview.export.plan import SPLIT_BYTES, build
 from ctxview.export.redact import Redactor
 from ctxview.export.source import Source
 from ctxview.export.tally import Tally
+from ctxview.store.records import SessionRow
 
 EXTENSIONS = {"html": "html", "md": "md", "json": "jsonl"}
 DEFAULT_PAGE_MB = 10.0
@@ -90,7 +91,7 @@ def export_all(source: Source, fmt: str, folder: Path, page_bytes: int | None,
     ids = {r.id for r in rows}
     top = [r for r in rows if not r.parent_session or r.parent_session not in ids]
     result = ExportResult(held=Tally(source.redactor.enabled))
-    listed = []
+    listed: list[tuple[SessionRow, str, int]] = []  # (session, its file, its sub-agents)
     for row in top:
         name = f"{safe_name(row.id)}.{EXTENSIONS[fmt]}"
         one = export_session(source, row.id, fmt, folder / name, page_bytes, fit=fit)
@@ -121,7 +122,7 @@ def export_all(source: Source, fmt: str, folder: Path, page_bytes: int | None,
     return result
 
 
-def _md_index(path: Path, listed: list, tally: Tally) -> None:  # type: ignore[type-arg]
+def _md_index(path: Path, listed: list[tuple[SessionRow, str, int]], tally: Tally) -> None:
     lines = ["# Sessions\n",
              "| session | started | state | results | saved | title | source | workspace |",
              "|---|---|---|---:|---:|---|---|---|"]  # fmt: skip

@@ -66,7 +66,7 @@ def _theme_vars(dark: bool) -> str:
 
 def _pygments(dark: bool) -> str:
     _, style = theme_values("dark" if dark else "light")
-    rules = HtmlFormatter(style=style).get_style_defs("pre.hl").splitlines()
+    rules = HtmlFormatter(style=style).get_style_defs("pre.hl").splitlines()  # type: ignore[no-untyped-call]  # unhinted in types-pygments
     # Token colours only: the page's own background shows through (and a diff line's). Scoped
     # to `pre.hl`, the blocks that hold token spans: ctxview's own spans elsewhere (`.m`, `.err`)
     # share pygments' short class names.

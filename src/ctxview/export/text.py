@@ -62,7 +62,8 @@ def link_ids(text: str, known: Callable[[int], bool], link: Callable[[int, str],
 
 def files_read_rows(extra: dict[str, Any]) -> list[tuple[str, str, str, int | None]]:
     """A boundary's files-read table as (path, lines, sha, result id) rows, for either format."""
-    rows = extra.get("rows") if isinstance(extra.get("rows"), list) else []
+    found = extra.get("rows")
+    rows = found if isinstance(found, list) else []
     out = []
     for r in rows:
         if not isinstance(r, dict):

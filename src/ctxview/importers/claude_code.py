@@ -108,7 +108,7 @@ class ClaudeParser:
         before = copy.deepcopy(self.state())
         sid = self._msg["sid"]
         if await self.flush():
-            self.__init__(self.hub, before, agent_file=self.agent_file)  # type: ignore[misc]
+            self.__init__(self.hub, before, agent_file=self.agent_file)  # type: ignore[misc]  # reset to `before` in place
             assert self._msg is not None
             self._msg["provisional"] = await self.hub.writer.last_seq(sid)
 
@@ -225,10 +225,11 @@ class ClaudeParser:
         for call_id, name, args in calls:
             self._pending[call_id] = {"name": name, "input": args, "ts": ts, "sid": replay.id}
         held = self.hub.held
-        for call_id, _, _ in calls if held is not None else ():
-            if held.has(replay.id, call_id):  # the hook answered it: its events go in here
-                await self.flush()  # after the message that made the call
-                await held.put(replay.id, call_id)
+        if held is not None:
+            for call_id, _, _ in calls:
+                if held.has(replay.id, call_id):  # the hook answered it: its events go in here
+                    await self.flush()  # after the message that made the call
+                    await held.put(replay.id, call_id)
 
     async def flush(self) -> bool:
         """Emit the buffered assistant message (the run of split records is over for now);

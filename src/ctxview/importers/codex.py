@@ -38,7 +38,7 @@ from ctxview.importers.common import (
     when,
     whole,
 )
-from ctxview.importers.replay import Replay
+from ctxview.importers.replay import CallRef, Replay
 from ctxview.tools import ToolError
 from ctxview.tools import patch as patch_tool
 
@@ -84,7 +84,7 @@ class CodexParser:
             return
         before = copy.deepcopy(self.state())
         await self.flush()
-        self.__init__(self.hub, before, legacy=self.legacy)  # type: ignore[misc]
+        self.__init__(self.hub, before, legacy=self.legacy)  # type: ignore[misc]  # reset to `before` in place
         assert self._msg is not None
         self._msg["provisional"] = await self.hub.writer.last_seq(self.hub.main.id)
 
@@ -229,7 +229,7 @@ class CodexParser:
         name, args = call["name"], call["input"]
         text, exit_code = _output_text(output)
         seen = len(output) if isinstance(output, str) else len(text)
-        ref = dict(call_ref=call_id, seen=seen, ts=ts)
+        ref = CallRef(call_ref=call_id, seen=seen, ts=ts)
         main = self.hub.main
         patch = _patch_of(name, args)
         if patch is not None:
@@ -275,7 +275,7 @@ class CodexParser:
         return False
 
     async def _patch(self, main: Replay, name: str, args: dict[str, Any], patch: str, text: str,
-                     exit_code: int | None, ref: dict[str, Any]) -> None:  # fmt: skip
+                     exit_code: int | None, ref: CallRef) -> None:  # fmt: skip
         try:
             ops = patch_tool.parse(patch)
         except ToolError:
@@ -354,7 +354,8 @@ def _script(name: str, args: dict[str, Any]) -> str | None:
         cmd = args.get("command")
         if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
             if len(cmd) == 3 and cmd[0].rsplit("/", 1)[-1] in _SHELLS and cmd[1] in ("-lc", "-c"):
-                return cmd[2]
+                script: str = cmd[2]  # all str, checked above
+                return script
             return shlex.join(cmd)
         return cmd if isinstance(cmd, str) else None
     if name in ("exec_command", "shell_command"):

@@ -19,11 +19,20 @@ import posixpath
 import re
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from ctxview.engine.session import Session
 
 SEARCH_TOOLS = frozenset({"grep", "glob", "list"})
+
+
+class CallRef(TypedDict):
+    """Where a result came from: the keyword arguments every insert below takes."""
+
+    call_ref: str
+    seen: int
+    ts: float
+
 
 # Claude Code's numbered read output: `    12→text` (a tab in some builds).
 _NUMBERED = re.compile(r"^ *(\d+)(?:→|\t)(.*)$")

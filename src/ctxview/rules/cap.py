@@ -41,7 +41,9 @@ def fit(config: Config, shows_at_most: int) -> Config:
 
 
 def needs_cap(text: str, config: Config) -> bool:
-    return len(text) > config["cap.max_chars"] or count_lines(text) > config["cap.max_lines"]
+    max_chars: int = config["cap.max_chars"]
+    max_lines: int = config["cap.max_lines"]
+    return len(text) > max_chars or count_lines(text) > max_lines
 
 
 def cap(text: str, ref: str, config: Config) -> Capped | None:

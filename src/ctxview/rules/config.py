@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -15,7 +15,8 @@ def _defaults_text() -> str:
 
 
 def defaults() -> dict[str, Any]:
-    return json.loads(_defaults_text())
+    values: dict[str, Any] = json.loads(_defaults_text())
+    return values
 
 
 class ConfigError(ValueError):
@@ -45,7 +46,7 @@ class Config(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:

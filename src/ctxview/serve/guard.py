@@ -294,7 +294,7 @@ def make_server_class() -> type:
             self.logger.info('%s "%s %s" %s', request.remote, request.method, request.path,
                              response.status)  # fmt: skip
 
-    class GuardedServer(Server):  # type: ignore[misc]
+    class GuardedServer(Server):
         def __init__(self, command: str, *, host: str, port: int, title: str,
                      public_url: str | None, guard: Guard) -> None:  # fmt: skip
             super().__init__(command, host=host, port=port, title=title, public_url=public_url,
@@ -328,7 +328,7 @@ def make_server_class() -> type:
                                 headers={"Cache-Control": "max-age=86400"})  # fmt: skip
 
         async def handle_index(self, request: web.Request) -> web.StreamResponse:
-            context = await Server.handle_index.__wrapped__(self, request)
+            context = await Server.handle_index.__wrapped__(self, request)  # type: ignore[attr-defined]  # set by aiohttp_jinja2.template's functools.wraps
             ticket = self.tickets.mint()
             context["app_websocket_url"] = f"{context['app_websocket_url']}/{ticket}"
             context["favicon_url"] = f"{self.public_url.rstrip('/')}/favicon.svg"

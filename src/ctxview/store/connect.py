@@ -8,9 +8,9 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 import aiosqlite
@@ -46,7 +46,16 @@ async def on_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any
     one hop is what keeps an insert under 2 ms. aiosqlite has no public call for this, so this
     is the one place that reaches into it (the version is pinned in pyproject.toml).
     """
-    return await conn._execute(fn, conn._conn, *args)
+    ran = await conn._execute(fn, conn._conn, *args)  # type: ignore[no-untyped-call]  # private, unhinted
+    return cast(T, ran)
+
+
+async def fetch_all(
+    conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()
+) -> list[tuple[Any, ...]]:
+    """`conn.execute_fetchall` as it is: aiosqlite hints an Iterable of Rows, but it returns the
+    list sqlite3's fetchall makes, of plain tuples (no store connection sets a row_factory)."""
+    return cast("list[tuple[Any, ...]]", await conn.execute_fetchall(sql, params))
 
 
 def identity(path: Path) -> tuple[int, int] | None:

@@ -9,7 +9,14 @@ from typing import Any
 import aiosqlite
 
 from ctxview.store import requests, tree
-from ctxview.store.connect import identity, on_thread, open_connection, sidecars, tidy_after_read
+from ctxview.store.connect import (
+    fetch_all,
+    identity,
+    on_thread,
+    open_connection,
+    sidecars,
+    tidy_after_read,
+)
 from ctxview.store.records import EVENT_COLUMNS, SESSION_COLUMNS, Body, Event, SessionRow
 from ctxview.store.schema import StoreError
 from ctxview.store.search import Hit, fts_query
@@ -46,7 +53,7 @@ FROM sessions s LEFT JOIN (
 _SESSION_SELECT = _SESSION_TEMPLATE.format(lease="s.lease_until")
 
 
-def _session(row: tuple) -> SessionRow:  # type: ignore[type-arg]
+def _session(row: tuple[Any, ...]) -> SessionRow:
     n = len(SESSION_COLUMNS)
     s = SessionRow(*row[:n])
     (s.results, s.events, s.compactions, s.chars_shown, s.chars_stored, s.chars_saved,
@@ -54,7 +61,7 @@ def _session(row: tuple) -> SessionRow:  # type: ignore[type-arg]
     return s
 
 
-def _event(row: tuple) -> Event:  # type: ignore[type-arg]
+def _event(row: tuple[Any, ...]) -> Event:
     return Event.from_row(row[0], row[1], row[2:])
 
 
@@ -128,7 +135,7 @@ class Reader:
         """The list query; an older store read as it is (nobody may write it, so it was not
         migrated) has no lease column: its sessions are never live."""
         if self._session_sql is None:
-            cols = {r[1] for r in await self._conn.execute_fetchall("PRAGMA table_info(sessions)")}
+            cols = {r[1] for r in await fetch_all(self._conn, "PRAGMA table_info(sessions)")}
             lease = "s.lease_until" if "lease_until" in cols else "NULL"
             self._session_sql = _SESSION_TEMPLATE.format(lease=lease)
         return self._session_sql
@@ -136,11 +143,11 @@ class Reader:
     async def sessions(self) -> list[SessionRow]:
         """All sessions, newest first."""
         sql = await self._sessions_sql() + " ORDER BY s.started DESC, s.id"
-        return [_session(r) for r in await self._conn.execute_fetchall(sql)]
+        return [_session(r) for r in await fetch_all(self._conn, sql)]
 
     async def session(self, session_id: str) -> SessionRow | None:
         sql = await self._sessions_sql() + " WHERE s.id = ?"
-        rows = await self._conn.execute_fetchall(sql, (session_id,))
+        rows = await fetch_all(self._conn, sql, (session_id,))
         return _session(rows[0]) if rows else None
 
     async def session_head(self, session_id: str) -> tuple[str, float | None, float | None] | None:
@@ -148,8 +155,8 @@ class Reader:
         the figures `session` sums over its events."""
         await self._sessions_sql()  # learns whether the store has the lease column
         lease = "lease_until" if "s.lease_until" in (self._session_sql or "") else "NULL"
-        rows = await self._conn.execute_fetchall(
-            f"SELECT title, ended, {lease} FROM sessions WHERE id = ?", (session_id,)
+        rows = await fetch_all(
+            self._conn, f"SELECT title, ended, {lease} FROM sessions WHERE id = ?", (session_id,)
         )
         return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
@@ -168,10 +175,11 @@ class Reader:
     async def resolve_session(self, ref: str | None) -> SessionRow:
         """A session by id or unique id prefix; the newest when `ref` is None."""
         if ref is None:
-            rows = await self._conn.execute_fetchall(
+            rows = await fetch_all(
+                self._conn,
                 # A sub-agent belongs to its parent: the newest top-level session comes first.
                 "SELECT id FROM sessions ORDER BY parent_session IS NOT NULL, started DESC, "
-                "rowid DESC LIMIT 1"
+                "rowid DESC LIMIT 1",
             )
             if not rows:
                 raise StoreError(f"The store at {self.path} has no sessions yet.")
@@ -181,7 +189,8 @@ class Reader:
         exact = await self.session(ref)
         if exact:
             return exact
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 2",
             (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),
         )
@@ -200,36 +209,38 @@ class Reader:
     ) -> list[Event]:
         """The session's events past sequence number `after`, in order, without bodies."""
         sql = _EVENT_SELECT + " WHERE session = ? AND seq > ? ORDER BY seq"
-        params: tuple = (session_id, after)  # type: ignore[type-arg]
+        params: tuple[Any, ...] = (session_id, after)
         if limit is not None:
             sql += " LIMIT ?"
             params += (limit,)
-        return [_event(r) for r in await self._conn.execute_fetchall(sql, params)]
+        return [_event(r) for r in await fetch_all(self._conn, sql, params)]
 
     async def events_of_kind(self, session_id: str, kind: str, after: int = 0) -> list[Event]:
         """The session's events of one kind past `after`, in order (an index on session, kind)."""
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             _EVENT_SELECT + " WHERE session = ? AND kind = ? AND seq > ? ORDER BY seq",
             (session_id, kind, after),
         )
         return [_event(r) for r in rows]
 
     async def events_range(self, session_id: str, first: int, last: int) -> list[Event]:
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             _EVENT_SELECT + " WHERE session = ? AND seq BETWEEN ? AND ? ORDER BY seq",
             (session_id, first, last),
         )
         return [_event(r) for r in rows]
 
     async def last_seq(self, session_id: str) -> int:
-        rows = await self._conn.execute_fetchall(
-            "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (session_id,)
+        rows = await fetch_all(
+            self._conn, "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (session_id,)
         )
         return int(rows[0][0])
 
     async def result(self, session_id: str, rid: int) -> Event | None:
-        rows = await self._conn.execute_fetchall(
-            _EVENT_SELECT + " WHERE session = ? AND rid = ?", (session_id, rid)
+        rows = await fetch_all(
+            self._conn, _EVENT_SELECT + " WHERE session = ? AND rid = ?", (session_id, rid)
         )
         return _event(rows[0]) if rows else None
 
@@ -240,7 +251,8 @@ class Reader:
 
     async def pointing_at(self, session_id: str, rid: int) -> list[Event]:
         """The stubs and recalls that point back at a result."""
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             _EVENT_SELECT + " WHERE session = ? AND points_to = ? ORDER BY seq",
             (session_id, rid),
         )
@@ -248,7 +260,8 @@ class Reader:
 
     async def path_events(self, session_id: str, path: str) -> list[Event]:
         """One file's reads, edits and stubs, in order: the chain a path leaves."""
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             _EVENT_SELECT + " WHERE session = ? AND path = ? AND kind = 'result' ORDER BY seq",
             (session_id, path),
         )
@@ -258,7 +271,8 @@ class Reader:
         """For the command palette: per path and per tool, (name, results, newest id)."""
         out: dict[str, list[tuple[str, int, int]]] = {}
         for column in ("path", "tool"):
-            rows = await self._conn.execute_fetchall(
+            rows = await fetch_all(
+                self._conn,
                 f"SELECT {column}, count(*), max(rid) FROM events WHERE session = ? "
                 f"AND kind = 'result' AND {column} IS NOT NULL GROUP BY {column}",
                 (session_id,),
@@ -266,17 +280,19 @@ class Reader:
             out[column] = [(r[0], int(r[1]), int(r[2])) for r in rows]
         return out
 
-    async def recent_calls(self, session_id: str, limit: int = 500) -> list[tuple]:  # type: ignore[type-arg]
+    async def recent_calls(self, session_id: str, limit: int = 500) -> list[tuple[Any, ...]]:
         """The newest `limit` results, newest first, as (rid, tool, rkind, path, args JSON of
         their call): what the command palette matches a typed word against."""
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             "SELECT seq, rid, tool, rkind, path, call_ref FROM events "
             "WHERE session = ? AND kind = 'result' ORDER BY seq DESC LIMIT ?",
             (session_id, limit),
         )
         if not rows:
             return []
-        calls = await self._conn.execute_fetchall(
+        calls = await fetch_all(
+            self._conn,
             "SELECT call_ref, args FROM events WHERE session = ? AND kind = 'call' AND seq >= ?",
             (session_id, max(0, rows[-1][0] - 2 * limit)),
         )
@@ -286,7 +302,8 @@ class Reader:
     # Bodies
 
     async def body(self, session_id: str, rid: int) -> Body | None:
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             "SELECT rid, shown, CAST(stored AS TEXT) FROM bodies WHERE session = ? AND rid = ?",
             (session_id, rid),
         )
@@ -297,7 +314,8 @@ class Reader:
         if not rids:
             return {}
         marks = ",".join("?" for _ in rids)
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             f"SELECT rid, shown, CAST(stored AS TEXT) FROM bodies WHERE session = ? AND rid IN ({marks})",
             (session_id, *rids),
         )
@@ -312,11 +330,11 @@ class Reader:
         after: int = 0,
         before: int | None = None,
         limit: int | None = None,
-    ) -> list[tuple]:  # type: ignore[type-arg]
+    ) -> list[tuple[Any, ...]]:
         """Lean rows (OUTLINE_COLUMNS) past `after`, oldest first, with no text or bodies. With
         `before` and `limit`, the `limit` rows just before `before` (a viewer loads its tail first)."""
         sql = f"SELECT {', '.join(OUTLINE_SELECT)} FROM events WHERE session = ? AND seq > ?"
-        params: tuple = (session_id, after)  # type: ignore[type-arg]
+        params: tuple[Any, ...] = (session_id, after)
         if before is not None:
             sql += " AND seq < ?"
             params += (before,)
@@ -324,12 +342,13 @@ class Reader:
         if limit is not None:
             sql += " LIMIT ?"
             params += (limit,)
-        rows = await self._conn.execute_fetchall(sql, params)
+        rows = await fetch_all(self._conn, sql, params)
         return list(reversed(rows)) if limit is not None else list(rows)
 
     async def count_kind(self, session_id: str, kind: str, upto: int) -> int:
         """How many events of `kind` the session has up to sequence number `upto`."""
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             "SELECT count(*) FROM events WHERE session = ? AND kind = ? AND seq <= ?",
             (session_id, kind, upto),
         )
@@ -340,7 +359,8 @@ class Reader:
         if not rids:
             return {}
         marks = ",".join("?" for _ in rids)
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             f"SELECT rid, shown FROM bodies WHERE session = ? AND rid IN ({marks})",
             (session_id, *rids),
         )
@@ -351,7 +371,8 @@ class Reader:
         match = fts_query(query)
         if not match:
             return []
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             "SELECT b.rid FROM bodies_fts f JOIN bodies b ON b.rowid = f.rowid "
             "WHERE bodies_fts MATCH ? AND b.session = ? ORDER BY b.rid LIMIT ?",
             (match, session_id, limit),
@@ -367,7 +388,8 @@ class Reader:
 
     async def children(self, session_id: str) -> list[tuple[str, str, str | None, int]]:
         """The sub-agent sessions a session started: (id, title, parent call, results)."""
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             "SELECT s.id, s.title, s.parent_call, (SELECT count(rid) FROM events e "
             "WHERE e.session = s.id) FROM sessions s WHERE s.parent_session = ?",
             (session_id,),

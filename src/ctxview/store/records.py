@@ -18,6 +18,18 @@ EVENT_COLUMNS = (
 STUB_KINDS = frozenset({"unchanged", "same"})
 
 
+def json_object(data: str | None) -> dict[str, Any]:
+    """A data column as a dict: {} when it is empty, not JSON, or JSON but not an object (a
+    store pulled or edited by hand may hold anything; its readers all expect an object)."""
+    if not data:
+        return {}
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 @dataclass
 class Event:
     """One event of a session. `seq` is given by the store; a result's facts are columns."""
@@ -53,7 +65,7 @@ class Event:
 
     @property
     def extra(self) -> dict[str, Any]:
-        return json.loads(self.data) if self.data else {}
+        return json_object(self.data)
 
     @property
     def is_stub(self) -> bool:
@@ -63,7 +75,7 @@ class Event:
     def from_row(cls, session: str, seq: int, row: tuple[Any, ...]) -> Event:
         # Positional: the fields start with EVENT_COLUMNS in order (checked below the class);
         # four times faster than by name, which counts when a viewer or a resume reads 100k.
-        return cls(*row, session=session, seq=seq)
+        return cls(*row, session=session, seq=seq)  # type: ignore[misc]  # row stops before them
 
 
 assert tuple(f.name for f in fields(Event))[: len(EVENT_COLUMNS)] == EVENT_COLUMNS
@@ -118,11 +130,12 @@ class SessionRow:
 
     @property
     def overrides(self) -> dict[str, Any]:
-        return json.loads(self.config or "{}")
+        overrides: dict[str, Any] = json.loads(self.config or "{}")
+        return overrides
 
     @property
     def extra(self) -> dict[str, Any]:
-        return json.loads(self.data or "{}")
+        return json_object(self.data)
 
     def as_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

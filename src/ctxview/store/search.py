@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 
 import aiosqlite
 
+from ctxview.store.connect import fetch_all
 from ctxview.store.schema import EVENT_ROWID
 
 SNIPPET = 100  # characters of context in a snippet
@@ -43,8 +44,8 @@ def fts_query(text: str) -> str:
 
 async def has_event_index(conn: aiosqlite.Connection) -> bool:
     """An older store (schema 2, opened read-only) has only the results' index."""
-    rows = await conn.execute_fetchall(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events_fts'"
+    rows = await fetch_all(
+        conn, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events_fts'"
     )
     return bool(rows)
 
@@ -64,7 +65,8 @@ async def search(
         where += " AND b.session = ?"
         params += (session,)
     found: list[tuple[str, int, str, int | None]] = []  # (session, seq, kind, rid)
-    rows = await conn.execute_fetchall(
+    rows = await fetch_all(
+        conn,
         "SELECT e.session, e.seq, e.rid FROM bodies_fts f JOIN bodies b ON b.rowid = f.rowid "
         f"JOIN events e ON e.session = b.session AND e.rid = b.rid {where} LIMIT ?",
         (*params, limit + 1),
@@ -77,14 +79,14 @@ async def search(
         )
         eparams: tuple[object, ...] = (match,)
         if session is not None:
-            base = await conn.execute_fetchall("SELECT rowid FROM sessions WHERE id = ?",
+            base = await fetch_all(conn, "SELECT rowid FROM sessions WHERE id = ?",
                                                (session,))  # fmt: skip
             if not base:
                 return [], False
             sql += " AND f.rowid BETWEEN ? AND ?"
             start = base[0][0] * EVENT_ROWID
             eparams += (start, start + EVENT_ROWID - 1)
-        rows = await conn.execute_fetchall(sql + " LIMIT ?", (*eparams, limit + 1))
+        rows = await fetch_all(conn, sql + " LIMIT ?", (*eparams, limit + 1))
         found.extend((r[0], r[1], "", None) for r in rows)
     more = len(found) > limit
     order = await _session_order(conn, {f[0] for f in found})
@@ -98,8 +100,8 @@ async def _session_order(conn: aiosqlite.Connection, ids: set[str]) -> dict[str,
     if len(ids) <= 1:
         return {}
     marks = ",".join("?" for _ in ids)
-    rows = await conn.execute_fetchall(
-        f"SELECT id FROM sessions WHERE id IN ({marks}) ORDER BY started DESC, id", tuple(ids)
+    rows = await fetch_all(
+        conn, f"SELECT id FROM sessions WHERE id IN ({marks}) ORDER BY started DESC, id", tuple(ids)
     )
     return {r[0]: i for i, r in enumerate(rows)}
 
@@ -116,7 +118,8 @@ async def _hits(
         for i in range(0, len(seqs), 500):
             chunk = seqs[i : i + 500]
             marks = ",".join("?" for _ in chunk)
-            rows = await conn.execute_fetchall(
+            rows = await fetch_all(
+                conn,
                 "SELECT e.seq, e.kind, e.rid, e.role, e.tool, e.text, e.args, e.data, "
                 "substr(b.shown, 1, 200000) FROM events e LEFT JOIN bodies b "
                 "ON b.session = e.session AND b.rid = e.rid "

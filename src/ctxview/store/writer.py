@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from ctxview.store import requests, tree
-from ctxview.store.connect import on_thread, open_connection
+from ctxview.store.connect import fetch_all, on_thread, open_connection
 from ctxview.store.records import EVENT_COLUMNS, Body, Event, Pending
 from ctxview.store.schema import StoreError
 from ctxview.store.tree import IdSpace
@@ -120,7 +120,8 @@ def _stored_data(conn: sqlite3.Connection, session: str, rid: int) -> str | byte
     if row[1] == "blob":
         with conn.blobopen("bodies", "stored", row[0], readonly=True) as blob:
             return blob.read()
-    return conn.execute("SELECT stored FROM bodies WHERE rowid = ?", (row[0],)).fetchone()[0]
+    stored: str = conn.execute("SELECT stored FROM bodies WHERE rowid = ?", (row[0],)).fetchone()[0]
+    return stored
 
 
 def _same(value: Any) -> Any:
@@ -404,8 +405,8 @@ class Writer:
     async def last_seq(self, session_id: str) -> int:
         """The seq of the session's newest event (0 when it has none)."""
         await self.flush()
-        rows = await self._conn.execute_fetchall(
-            "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (session_id,)
+        rows = await fetch_all(
+            self._conn, "SELECT coalesce(max(seq), 0) FROM events WHERE session = ?", (session_id,)
         )
         return int(rows[0][0])
 
@@ -491,7 +492,8 @@ class Writer:
 
     async def stored_text(self, session_id: str, rid: int) -> str | None:
         await self.flush()
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             "SELECT CAST(stored AS TEXT) FROM bodies WHERE session = ? AND rid = ?",
             (session_id, rid),
         )
@@ -501,7 +503,8 @@ class Writer:
         """A session's own fields (no events), or None when there is no such session: an
         importer asks whether a source was imported before and where it stopped. No flush:
         session rows are never queued, and the connection's thread keeps statements in order."""
-        rows = await self._conn.execute_fetchall(
+        rows = await fetch_all(
+            self._conn,
             "SELECT title, workspace, source, source_path, source_ref, parent_session, "
             "parent_call, started, ended, data FROM sessions WHERE id = ?",
             (session_id,),
@@ -514,13 +517,16 @@ class Writer:
 
     async def session_state(self, session_id: str) -> dict[str, Any]:
         await self.flush()
-        rows = await self._conn.execute_fetchall(
-            "SELECT workspace, config, next_rid FROM sessions WHERE id = ?", (session_id,)
+        rows = await fetch_all(
+            self._conn,
+            "SELECT workspace, config, next_rid FROM sessions WHERE id = ?",
+            (session_id,),
         )
         if not rows:
             raise StoreError(f"There is no session {session_id} in the store.")
         workspace, config, next_rid = rows[0]
-        events = await self._conn.execute_fetchall(
+        events = await fetch_all(
+            self._conn,
             f"SELECT session, seq, {', '.join(EVENT_COLUMNS)} FROM events "
             "WHERE session = ? AND kind IN ('result', 'compaction') ORDER BY seq",
             (session_id,),

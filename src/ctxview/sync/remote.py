@@ -157,7 +157,7 @@ async def connect(url: str, *, autocommit: bool = False) -> psycopg.AsyncConnect
     params.setdefault("connect_timeout", "5")
     params.setdefault("application_name", "ctxview")
     try:
-        conn = await psycopg.AsyncConnection.connect(conninfo.make_conninfo(**params))
+        conn = await psycopg.AsyncConnection.connect(conninfo.make_conninfo("", **params))
     except psycopg.Error as exc:
         raise RemoteError(sentence(exc, url), transient(exc)) from None
     try:

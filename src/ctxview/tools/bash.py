@@ -19,6 +19,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 RUNNER = str(Path(__file__).with_name("bash_runner.py"))
 DRAIN_SECONDS = 0.5  # after the command is done, for output still in the pipe
@@ -72,7 +73,7 @@ async def run(command: str, cwd: Path, timeout: float, background: bool = False)
         while data := await proc.stdout.read(1 << 20):
             output.extend(data)
 
-    said: dict[str, object] = {}
+    said: dict[str, Any] = {}  # the runner's JSON lines, merged
 
     async def listen() -> None:
         """The runner's messages, until the one that says the command is done."""
@@ -104,7 +105,7 @@ async def run(command: str, cwd: Path, timeout: float, background: bool = False)
         if log:  # a background call's output went to its log: keep it, leave no file behind
             _take_log(log, output)
         return CommandOutput(output, None if timed_out else -1, timed_out)
-    running = [(int(p), str(n)) for p, n in said.get("background", [])]  # type: ignore[attr-defined]
+    running = [(int(p), str(n)) for p, n in said.get("background", [])]
     job = None
     if running:
         job = Job(proc, _group(said), running, log)
@@ -115,8 +116,8 @@ async def run(command: str, cwd: Path, timeout: float, background: bool = False)
         if background:
             _take_log(log, output)
     code = said["exit"]
-    ended = [str(n) for n in said.get("ended", [])]  # type: ignore[attr-defined]
-    return CommandOutput(output, int(code), False, ended, job)  # type: ignore[call-overload]
+    ended = [str(n) for n in said.get("ended", [])]
+    return CommandOutput(output, int(code), False, ended, job)
 
 
 def _take_log(log: str, output: bytearray) -> None:

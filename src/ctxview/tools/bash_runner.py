@@ -44,7 +44,8 @@ def _prctl(option: int, value: int) -> bool:
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+        failed: int = ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+        return failed == 0
     except (OSError, AttributeError):
         return False  # not Linux: the process group is all there is
 

@@ -7,7 +7,7 @@ from typing import Any
 from ctxview.tools.errors import ToolError
 
 
-def replace(text: str, old: str, new: str, replace_all: bool, path: str) -> str:
+def replace(text: str, old: object, new: object, replace_all: bool, path: str) -> str:
     if not isinstance(old, str) or not isinstance(new, str):
         raise ToolError("error.bad_args", detail="old_string and new_string must be strings")
     if old == new:
@@ -35,8 +35,8 @@ def apply_edits(text: str, edits: Any, path: str) -> str:
             raise ToolError("error.bad_args", detail="each edit must be an object")
         text = replace(
             text,
-            edit.get("old_string"),  # type: ignore[arg-type]
-            edit.get("new_string"),  # type: ignore[arg-type]
+            edit.get("old_string"),
+            edit.get("new_string"),
             bool(edit.get("replace_all", False)),
             path,
         )

@@ -58,7 +58,7 @@ def prepare(ws: Workspace, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         req["include"] = args.get("include") or args.get("glob")
         req["ignore_case"] = bool(args.get("ignore_case", args.get("-i", False)))
         _grep_regex(req["pattern"], req["ignore_case"])
-    req["base"] = ws.resolve(path)  # type: ignore[arg-type]
+    req["base"] = ws.resolve(path)
     req["path"] = path
     return req
 

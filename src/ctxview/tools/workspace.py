@@ -17,18 +17,24 @@ from ctxview.files import safe_fs
 from ctxview.tools.errors import ToolError
 
 
+def path_arg(path: object) -> str:
+    """A tool's path argument as it must be, a non-empty string without NUL, or a ToolError."""
+    if not isinstance(path, str) or not path:
+        raise ToolError("error.bad_args", detail="path must be a non-empty string")
+    if "\0" in path:
+        raise ToolError("error.bad_args", detail="path must not hold a NUL character")
+    return path
+
+
 class Workspace:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(os.path.realpath(root))
         self.real = str(self.root)  # the same, as a str for os calls
 
-    def resolve(self, path: str) -> str:
+    def resolve(self, path: object) -> str:
         """The key of `path` in the workspace (`.` for the root), or a ToolError when it leads
         outside. Only names are worked out here; nothing is opened through what it finds."""
-        if not isinstance(path, str) or not path:
-            raise ToolError("error.bad_args", detail="path must be a non-empty string")
-        if "\0" in path:
-            raise ToolError("error.bad_args", detail="path must not hold a NUL character")
+        path = path_arg(path)
         real = os.path.realpath(path if os.path.isabs(path) else os.path.join(self.real, path))
         if real == self.real:
             return "."

@@ -10,6 +10,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.driver import Driver
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from ctxview.store import Reader, StoreError
@@ -175,11 +176,10 @@ class CtxviewApp(App[None]):
         finally:
             self._following = False
 
-    def _tell(self, about: object, text: str, severity: str = "warning") -> None:
+    def _tell(self, about: object, text: str, severity: SeverityLevel = "warning") -> None:
         if about != self._told:
             self._told = about
-            self.notify(text, title="Store", severity=severity, timeout=10,  # type: ignore[arg-type]
-                        markup=False)  # fmt: skip
+            self.notify(text, title="Store", severity=severity, timeout=10, markup=False)
 
     async def _show_new_store(self) -> None:
         """Start over on the new file: the session shown before when it has one, else the list."""
@@ -211,11 +211,16 @@ class CtxviewApp(App[None]):
 
         for screen in reversed(self.screen_stack):
             if isinstance(screen, TranscriptScreen) and screen.session_id == message.session_id:
-                while self.screen is not screen:
-                    self.pop_screen()
+                self._pop_to(screen)
                 screen.jump_to(message.rid)
                 return
         await self.push_screen(TranscriptScreen(message.session_id, jump=message.rid))
+
+    def _pop_to(self, screen: Screen[Any]) -> None:
+        """Pop the screens above `screen` (a loop here, `self.screen is not screen`, would make
+        the type checker forget what `screen` was found to be)."""
+        while self.screen is not screen:
+            self.pop_screen()
 
     def action_keys(self) -> None:
         try:

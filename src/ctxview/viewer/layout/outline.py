@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 from ctxview.store.reader import OUTLINE_COLUMNS
 
@@ -73,7 +74,7 @@ class Block:
         self.version += 1
 
 
-def _result_into(block: Block, row: tuple) -> None:  # type: ignore[type-arg]
+def _result_into(block: Block, row: tuple[Any, ...]) -> None:
     block.rseq = row[SEQ]
     block.rid = row[RID]
     block.rkind = row[RKIND]
@@ -102,7 +103,7 @@ class Outline:
 
     def rows_to_blocks(
         self,
-        rows: list[tuple],  # type: ignore[type-arg]
+        rows: list[tuple[Any, ...]],
         epoch: int,
         open_calls: dict[str, Block],
     ) -> tuple[list[Block], int, list[Block]]:
@@ -144,7 +145,7 @@ class Outline:
             out.append(block)
         return out, epoch, boundaries
 
-    def append(self, rows: list[tuple]) -> tuple[list[Block], list[Block]]:  # type: ignore[type-arg]
+    def append(self, rows: list[tuple[Any, ...]]) -> tuple[list[Block], list[Block]]:
         """Add rows past the last one; returns (new blocks, existing blocks that changed: a
         call that got its result)."""
         if not rows:
@@ -162,7 +163,7 @@ class Outline:
         self.last_seq = rows[-1][SEQ]
         return new, changed
 
-    def prepend(self, rows: list[tuple], epoch: int) -> list[Block]:  # type: ignore[type-arg]
+    def prepend(self, rows: list[tuple[Any, ...]], epoch: int) -> list[Block]:
         """Add older rows (that end just before the first loaded one), starting in `epoch`."""
         if not rows:
             return []

@@ -156,9 +156,7 @@ def _note(ev: Event, ctx: RenderContext) -> Text | None:
     """The engine's bookkeeping rows (usage, an elision stride, compaction due) as one dim line;
     None for a kind this viewer does not know."""
     p = ctx.palette
-    extra = ev.extra if ev.data else {}
-    if not isinstance(extra, dict):
-        return None
+    extra = ev.extra
     if ev.kind == "usage" and isinstance(extra.get("usage"), dict):
         parts = [f"{k.removesuffix('_tokens').replace('_', ' ')} {v:,}"
                  for k, v in extra["usage"].items() if isinstance(v, int)]  # fmt: skip
@@ -248,12 +246,10 @@ def _message(block: Block, data: BlockData, ctx: RenderContext, width: int) -> l
     p = ctx.palette
     ev = data.first
     role = (ev.role if ev else block.role) or "message"
-    extra = ev.extra if ev and ev.data else {}
-    if not isinstance(extra, dict):
-        extra = {}
+    extra = ev.extra if ev else {}
     text = ev.text if ev and ev.text is not None else ""
-    thinking = extra.get("thinking") if isinstance(extra.get("thinking"), str) else ""
-    images = extra.get("images") if isinstance(extra.get("images"), int) else 0
+    thinking = found if isinstance(found := extra.get("thinking"), str) else ""
+    images = count if isinstance(count := extra.get("images"), int) else 0
     if role == "assistant" and not text.strip() and not thinking.strip() and not images:
         return []  # a turn of tool calls only: its calls follow, an empty header says nothing
     style = {"user": p.user, "assistant": p.assistant}.get(role, p.dim + Style(bold=True))
@@ -406,12 +402,12 @@ def _tool(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list
             and not block.capped):
         # A sub-agent's report is Markdown, like a message.
         md = render_markdown(text, ctx.palette, width)
-        body = [linkify(t, ctx.epoch_of, block.epoch, ctx.palette) for t in md]
-        return [*out, *_fold(body[: _limit(block, FOLD_RESULT)], len(body), block, FOLD_RESULT,
+        report = [linkify(t, ctx.epoch_of, block.epoch, ctx.palette) for t in md]
+        return [*out, *_fold(report[: _limit(block, FOLD_RESULT)], len(report), block, FOLD_RESULT,
                              ctx), Text(end="")]  # fmt: skip
     lines, total = _split(text, _limit(block, FOLD_RESULT))
-    body = _body(block, data, lines, ctx)
-    return [*out, *_fold(body, total, block, FOLD_RESULT, ctx), Text(end="")]
+    drawn = _body(block, data, lines, ctx)
+    return [*out, *_fold(drawn, total, block, FOLD_RESULT, ctx), Text(end="")]
 
 
 def _body(block: Block, data: BlockData, lines: list[str], ctx: RenderContext) -> list[Text]:

@@ -43,8 +43,8 @@ def _theme(style: str) -> PygmentsSyntaxTheme:
 
 
 @lru_cache(maxsize=4096)
-def _token_style(style: str, token: object) -> Style:
-    s = _theme(style).get_style_for_token(token)  # type: ignore[arg-type]
+def _token_style(style: str, token: tuple[str, ...]) -> Style:  # a pygments _TokenType
+    s = _theme(style).get_style_for_token(token)
     # Foreground only: the transcript's own background (and a diff's) shows through.
     return Style(color=s.color, bold=s.bold, italic=s.italic)
 

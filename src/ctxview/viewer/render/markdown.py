@@ -198,8 +198,8 @@ class _Renderer:
                 continue
             elif kind == "html_block":
                 self.block_start()
-                for line in t.content.rstrip("\n").split("\n"):
-                    self.emit(Text(line, end=""))
+                for raw in t.content.rstrip("\n").split("\n"):
+                    self.emit(Text(raw, end=""))
             i += 1
         return self.out
 

@@ -62,8 +62,8 @@ def call_form(tool: str, args: dict[str, Any], palette: Palette, width: int) -> 
         return CallForm("", lines=_questions(args, p, width))
     if name == "webfetch":
         prompt = _str(args.get("prompt"))
-        lines = [Text(f"  {prompt}", p.dim, end="")] if prompt else []
-        return CallForm(_str(args.get("url")), lines=lines)
+        asked = [Text(f"  {prompt}", p.dim, end="")] if prompt else []
+        return CallForm(_str(args.get("url")), lines=asked)
     if name == "websearch":
         summary = _str(args.get("query"))
         domains = args.get("allowed_domains")

@@ -58,7 +58,7 @@ class ContextScreen(CtxviewScreen[None]):
         yield Footer()
 
     async def on_mount(self) -> None:
-        reader = self.app.reader  # type: ignore[attr-defined]
+        reader = self.app.reader
         row = await reader.session(self.session_id)
         try:
             self.config = Config(row.overrides if row is not None else {})
@@ -119,7 +119,7 @@ class ContextScreen(CtxviewScreen[None]):
         if not k:
             state.advance()
         msgs: list[Msg] = state.msgs
-        reader = self.app.reader  # type: ignore[attr-defined]
+        reader = self.app.reader
 
         async def fetch(rids: list[int]) -> dict[int, str]:
             out: dict[int, str] = {}

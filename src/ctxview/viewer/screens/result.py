@@ -59,7 +59,7 @@ class ResultScreen(CtxviewScreen[None]):
         yield Footer()
 
     async def on_mount(self) -> None:
-        reader = self.app.reader  # type: ignore[attr-defined]
+        reader = self.app.reader
         row = await reader.session(self.session_id)
         self.digits = int(row.overrides.get("ids.digits", 4)) if row else 4
         self.event = await reader.result(self.session_id, self.rid)

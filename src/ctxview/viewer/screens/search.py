@@ -57,7 +57,7 @@ class SearchScreen(CtxviewScreen[None]):
 
     @work(exclusive=True, group="search")
     async def run_search(self, query: str) -> None:
-        reader = self.app.reader  # type: ignore[attr-defined]
+        reader = self.app.reader
         self.query_text = query.strip()
         status = self.query_one("#search-status", Static)
         hits_list = self.query_one(OptionList)

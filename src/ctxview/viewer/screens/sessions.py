@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.cells import cell_len, get_character_cell_size
 from rich.text import Text
@@ -92,7 +93,7 @@ def format_started(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
-def _sort_key(sort: str, totals: dict[str, tuple[int, int]]):  # type: ignore[no-untyped-def]
+def _sort_key(sort: str, totals: dict[str, tuple[int, int]]) -> Callable[[SessionRow], Any]:
     """A session tree's place: by the figures of the tree (a parent with its sub-agents: a
     parent whose sub-agents did the reading saved 0 itself and sank to the end by savings)."""
     if sort == "size":
@@ -422,7 +423,7 @@ class SessionsScreen(CtxviewScreen[None]):
                 if wait > 0:
                     await asyncio.sleep(wait)
                 self._last_reload = time.monotonic()
-                reader = self.app.reader  # type: ignore[attr-defined]
+                reader = self.app.reader
                 try:
                     sessions = await reader.sessions()
                 except Exception as exc:  # a damaged store, or the app closing under us

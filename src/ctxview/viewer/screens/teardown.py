@@ -12,10 +12,12 @@ from __future__ import annotations
 import inspect
 from typing import Any, TypeVar
 
-from textual import on
+from textual import getters, on
 from textual.messages import Prune
 from textual.screen import Screen
 from textual.worker import Worker
+
+from ctxview.viewer.app import CtxviewApp
 
 ResultT = TypeVar("ResultT")
 
@@ -23,6 +25,7 @@ ResultT = TypeVar("ResultT")
 class CtxviewScreen(Screen[ResultT]):
     """A screen whose work stops at the start of its teardown."""
 
+    app = getters.app(CtxviewApp)  # typed: ctxview's app, its reader
     _leaving = False
 
     @on(Prune)

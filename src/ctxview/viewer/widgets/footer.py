@@ -81,7 +81,7 @@ class KeysFooter(Footer):
                       if isinstance(w, FooterKey) else len(order))  # fmt: skip
         return rest, [*palette, *pinned]
 
-    def bindings_changed(self, screen: Screen) -> None:
+    def bindings_changed(self, screen: Screen[object]) -> None:
         self._bindings_ready = True
         if not screen.app.app_focus:
             return

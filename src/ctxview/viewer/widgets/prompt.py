@@ -22,8 +22,8 @@ class PromptBar(Horizontal):
             self.kind = kind
             self.value = value
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(classes="prompt-bar", **kwargs)  # type: ignore[arg-type]
+    def __init__(self) -> None:
+        super().__init__(classes="prompt-bar")
         self.kind = ""
 
     def compose(self) -> ComposeResult:

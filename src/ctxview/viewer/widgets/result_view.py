@@ -28,8 +28,8 @@ class ResultView(ScrollView, can_focus=True):
     def __init__(self, text: str, *, path: str | None = None, read: bool = False,
                  diff: bool = False,
                  is_result: Callable[[int], bool] | None = None,
-                 **kwargs: object) -> None:  # fmt: skip
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+                 id: str | None = None) -> None:  # fmt: skip
+        super().__init__(id=id)
         # Ids in the text that name a result of the session are links (a click opens them).
         self.is_result = is_result or (lambda rid: False)
         lines = text.split("\n")
