@@ -38,7 +38,8 @@ from typing import Any
 
 from ctxview.agents import endpoint, failures
 from ctxview.agents.claude_code.hooks import HookEngine, hook_input
-from ctxview.agents.hook_client import BUDGET, event_name, private_folder, socket_path
+from ctxview.agents.engine_socket import private_folder
+from ctxview.agents.hook_client import BUDGET, event_name, socket_path
 from ctxview.agents.hook_http import HookServer
 from ctxview.agents.hook_trace import Trace, Traces
 
@@ -83,9 +84,9 @@ class Daemon:
         engine.on_trace = self.traces.add
         return engine
 
-    async def _open(self) -> None:
+    async def _open(self) -> str | None:
         """Open the store (a new engine over it), then take in what the open hooked sessions
-        did while no engine served them; on failure, remember why."""
+        did while no engine served them; on failure, remember why and return it (else None)."""
         self.tried = time.monotonic()
         engine = self._engine()
         try:
@@ -96,9 +97,10 @@ class Daemon:
                 await engine.close()
             why = _why(exc)  # the store's own sentence names it, mostly
             self.unwritable = why if str(self.store) in why else f"the store {self.store}: {why}"
-            return
+            return self.unwritable
         self.engine, self.unwritable = engine, None
         self.missed = asyncio.create_task(engine.catch_up_open())
+        return None
 
     async def _ready(self) -> None:
         """The engine, over the store as it is now: a store removed or replaced since the engine
@@ -106,10 +108,10 @@ class Daemon:
         nobody can see any more; one that could not be opened is tried again after RETRY
         seconds. Raises StoreUnwritable at once otherwise."""
         if self.unwritable is not None:
-            if time.monotonic() - self.tried >= RETRY:
-                await self._open()
-            if self.unwritable is not None:
-                raise StoreUnwritable(self.unwritable)
+            # What _open returns, not self.unwritable: the checker keeps it narrowed past the call.
+            why = await self._open() if time.monotonic() - self.tried >= RETRY else self.unwritable
+            if why is not None:
+                raise StoreUnwritable(why)
             return
         try:
             now: int | None = os.stat(self.store).st_ino
@@ -118,9 +120,8 @@ class Daemon:
         if now != self.inode:
             await self._stop_catch_up()
             await self.engine.close()
-            await self._open()
-            if self.unwritable is not None:
-                raise StoreUnwritable(self.unwritable)
+            if (why := await self._open()) is not None:
+                raise StoreUnwritable(why)
 
     async def _stop_catch_up(self) -> None:
         missed, self.missed = self.missed, None

@@ -27,10 +27,13 @@ def log_path(store: Path | str) -> str:
 def fallback_path(store: Path | str) -> str:
     """The store's failure log in this user's private socket folder (the socket's name, so one
     per store)."""
-    try:
+    if TYPE_CHECKING:  # the checker follows the package's import, the same module
         from ctxview.agents.engine_socket import socket_file
-    except ImportError:  # run as a file, as the hook client is: the same function, a plain file
-        from engine_socket import socket_file  # type: ignore[no-redef]
+    else:
+        try:
+            from ctxview.agents.engine_socket import socket_file
+        except ImportError:  # run as a file, as the hook client is: the same function, a plain file
+            from engine_socket import socket_file
     return socket_file(os.fspath(store)).removesuffix(".sock") + ".hook-failures.jsonl"
 
 
@@ -135,7 +138,7 @@ def _scan(raw: bytes) -> dict[str, str]:
 
 def read(store: Path | str) -> list[dict[str, Any]]:
     """The failures recorded (both logs), oldest first ([] when there are none)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for path in (log_path(store), fallback_path(store)):
         try:
             with open(path, encoding="utf-8") as f:
@@ -149,5 +152,11 @@ def read(store: Path | str) -> list[dict[str, Any]]:
                 continue
             if isinstance(entry, dict):
                 out.append(entry)
-    out.sort(key=lambda e: e.get("ts") if isinstance(e.get("ts"), int | float) else 0)
+    out.sort(key=_when)
     return out
+
+
+def _when(entry: dict[str, Any]) -> float:
+    """When a failure was recorded; 0 for a line without a number there (edited by hand)."""
+    ts = entry.get("ts")
+    return ts if isinstance(ts, int | float) else 0

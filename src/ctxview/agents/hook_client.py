@@ -17,21 +17,23 @@ failure is recorded beside the store for `ctxview doctor`. `CTXVIEW_HOOK_FAIL=1`
 
 from __future__ import annotations
 
-import _signal
 import _socket
 import os
 import sys
 import time
 
-if __package__:
+TYPE_CHECKING = False  # `typing` alone would double this hook's start-up (mypy reads it as True)
+if TYPE_CHECKING:
+    import signal as _signal  # the same functions and constants; typeshed has no `_signal`
+    from pathlib import Path
+else:
+    import _signal
+
+# The checker follows the package's import; as a file, the same module is found beside this one.
+if __package__ or TYPE_CHECKING:
     from ctxview.agents.engine_socket import private_folder, socket_file
 else:  # run as a file (`python -S hook_client.py`): its neighbour, standard library only
-    # The same names, found as a plain file the checker does not resolve.
-    from engine_socket import private_folder, socket_file  # type: ignore[no-redef]
-
-TYPE_CHECKING = False  # `typing` alone would double this hook's start-up
-if TYPE_CHECKING:
-    from pathlib import Path
+    from engine_socket import private_folder, socket_file
 
 BUDGET = 2.0  # seconds Claude Code's hook may take, all in
 _MARGIN = 0.25  # kept back for exiting cleanly
@@ -110,11 +112,11 @@ def main(argv: list[str]) -> int:
 def _record(store: str | None, event: str, what: str, raw: bytes) -> None:
     """Record a failure, with what it is about from the hook input when it was read (parsed
     only here, on the failure path)."""
-    if __package__:
+    if __package__ or TYPE_CHECKING:
         from ctxview.agents import failures
     else:  # run as a file: its neighbour, also standard library only
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import failures  # type: ignore[no-redef]  # the same module, as a plain file
+        import failures
     event, detail = failures.about(raw, event)
     failures.record(store, event, what, detail)
 

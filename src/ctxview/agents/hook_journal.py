@@ -67,7 +67,7 @@ class Journal:
                     for sid, events, bodies, fts in entry["steps"]]  # fmt: skip
             except (ValueError, KeyError, TypeError):
                 continue
-            out.append((key if key is None or len(key) == 2 else None, steps))  # type: ignore[arg-type]
+            out.append((key if key is None or len(key) == 2 else None, steps))
         return out
 
     def close(self) -> None:

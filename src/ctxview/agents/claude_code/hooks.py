@@ -394,6 +394,7 @@ class HookEngine:
                 await self._sessions.end(sid)
             return None
         if event == "UserPromptSubmit":
+            assert self._read is not None
             return await tool_answers.prompt(session, payload, self._read)
         return None  # Stop, and events not wired: nothing to do
 

@@ -240,9 +240,10 @@ def write_atomic(path: Path, text: str) -> None:
 
 def _same(text: str | None, data: dict[str, Any]) -> bool:
     try:
-        return json.loads(text or "{}") == data
+        have: object = json.loads(text or "{}")
     except ValueError:
         return False
+    return have == data
 
 
 def ctxview_python() -> str:

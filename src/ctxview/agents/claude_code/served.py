@@ -107,7 +107,7 @@ class Sessions:
             served.summary_due = None
 
     async def start(self, sid: str, payload: dict[str, Any]) -> Session:
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else "/"
+        cwd = c if isinstance(c := payload.get("cwd"), str) else "/"
         parent = call = None
         source_path = resolved(payload.get("transcript_path"))
         agent = payload.get("agent_id")

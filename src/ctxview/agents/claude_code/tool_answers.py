@@ -76,7 +76,7 @@ MAX_FILE_BYTES = 64 << 20
 
 async def post_tool_use(session: Session, p: dict[str, Any]) -> dict[str, Any] | None:
     name = str(p["tool_name"])
-    args = p.get("tool_input") if isinstance(p.get("tool_input"), dict) else {}
+    args = _table(p.get("tool_input"))
     resp = p.get("tool_response")
     ref = p.get("tool_use_id") if isinstance(p.get("tool_use_id"), str) else None
     if name == "Read" and isinstance(resp, dict) and resp.get("type") == "text":
@@ -168,7 +168,7 @@ async def _read_tool(
 async def _bash(
     session: Session, args: dict[str, Any], resp: dict[str, Any], ref: str | None
 ) -> dict[str, Any]:
-    command = args.get("command") if isinstance(args.get("command"), str) else ""
+    command = c if isinstance(c := args.get("command"), str) else ""
     output = resp["stdout"]
     stderr = resp.get("stderr")
     if isinstance(stderr, str) and stderr:
@@ -288,7 +288,7 @@ async def failed(session: Session, p: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(error, str) or p.get("is_interrupt"):
         return None
     name = str(p["tool_name"])
-    args = p.get("tool_input") if isinstance(p.get("tool_input"), dict) else {}
+    args = _table(p.get("tool_input"))
     ref = p.get("tool_use_id") if isinstance(p.get("tool_use_id"), str) else None
     return await _beside(
         session,
@@ -373,6 +373,11 @@ def _key(session: Session, path: str) -> str:
         return session.workspace.resolve(path)
     except ToolError:
         return os.path.realpath(path)
+
+
+def _table(value: Any) -> dict[str, Any]:
+    """A JSON object from the hook input, {} for anything else."""
+    return value if isinstance(value, dict) else {}
 
 
 def _names(value: Any) -> bool:

@@ -125,7 +125,7 @@ def install(home: Path, store: Path | None = None) -> Plan:
     plan = _load(home)
     doc, where = plan.doc, plan.config
     # What was there before the first install, for uninstall to restore.
-    memo = dict(plan.sidecar) if plan.sidecar else {"created": plan.before is None}
+    memo: dict[str, Any] = dict(plan.sidecar) if plan.sidecar else {"created": plan.before is None}
     servers = _table(doc, "mcp_servers", where, super_table=True)
     want = server_entry(store, home)
     have = servers.get(SERVER)

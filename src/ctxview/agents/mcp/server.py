@@ -28,7 +28,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NotRequired
@@ -369,9 +369,10 @@ def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPS
                      limit: int | None = None) -> str:  # fmt: skip
         return await run("recall", ctx, id=id, offset=offset, limit=limit)
 
-    fns = {"read": read, "write": write, "edit": edit, "multiedit": multiedit,
-           "apply_patch": apply_patch, "list": list_, "glob": glob, "grep": grep, "bash": bash,
-           "recall": recall}  # fmt: skip
+    fns: dict[str, Callable[..., Awaitable[str]]] = {
+        "read": read, "write": write, "edit": edit, "multiedit": multiedit,
+        "apply_patch": apply_patch, "list": list_, "glob": glob, "grep": grep, "bash": bash,
+        "recall": recall}  # fmt: skip
     for name in tools:
         # Plain text only: a structured copy would reach Codex's model as JSON, escaping the
         # newlines of the very text the rules shaped.
