@@ -10,7 +10,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ctxview.commands.errors import CliError
 from ctxview.store.connect import DatabaseError
@@ -118,13 +118,20 @@ def _store_named(args: argparse.Namespace) -> Path:
 _default_showwarning = warnings.showwarning
 
 
-def _show_store_warning(message: Warning | str, category: type[Warning], *rest: Any) -> None:
+def _show_store_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     """A StoreWarning is one line on stderr, like the errors; any other warning as Python shows
     it."""
     if issubclass(category, StoreWarning):
         print(f"ctxview: {message}", file=sys.stderr)
     else:
-        _default_showwarning(message, category, *rest)
+        _default_showwarning(message, category, filename, lineno, file, line)
 
 
 if __name__ == "__main__":

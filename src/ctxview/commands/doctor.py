@@ -125,7 +125,7 @@ def _claude(scope: str, urls: list[tuple[str, dict[str, Any]]]) -> int:
     ours: dict[str, dict[str, Any]] = {}
     for path in (*legacy_paths(scope, Path.cwd(), Path.home()), settings_path):
         settings = _json(path)
-        hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
+        hooks = h if isinstance(h := settings.get("hooks"), dict) else {}
         for event in HOOKS:
             for group in hooks.get(event) or []:
                 for entry in (group.get("hooks") or []) if isinstance(group, dict) else []:
@@ -178,7 +178,7 @@ def _engine(store: Path, urls: list[tuple[str, dict[str, Any]]], open_sessions: 
             problems += 1
         return problems
     for label, entry in urls:
-        headers = entry.get("headers") if isinstance(entry.get("headers"), dict) else {}
+        headers = h if isinstance(h := entry.get("headers"), dict) else {}
         if not str(entry.get("url", "")).startswith(f"http://{endpoint.LOOPBACK}:{ep.port}/") or (
                 headers.get(endpoint.HEADER) != ep.secret):  # fmt: skip
             print(f"  {label}: its http hooks name another port or secret than this store's "

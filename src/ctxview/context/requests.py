@@ -49,10 +49,10 @@ def strip_cache(value: Any) -> Any:
 
 def canonical(message: dict[str, Any]) -> dict[str, Any]:
     """The form a message is hashed (and stored) in: no cache marks, content as a block list."""
-    m = strip_cache(message)
+    m: dict[str, Any] = strip_cache(message)  # a dict stays a dict
     if isinstance(m.get("content"), str):
         m["content"] = [{"type": "text", "text": m["content"]}]
-    return m  # type: ignore[no-any-return]
+    return m
 
 
 def message_hash(message: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ from ctxview.store.writer import Writer
 from ctxview.tools import ToolError
 from ctxview.tools import bash as bash_tool
 from ctxview.tools import search as search_tool
-from ctxview.tools.workspace import Workspace
+from ctxview.tools.workspace import Workspace, path_arg
 
 
 class OwnTools:
@@ -55,12 +55,12 @@ class OwnTools:
         raise ToolError("error.unknown_tool", tool=tool)
 
     def _read(self, args: dict[str, Any]) -> Result:
-        path = args.get("path", args.get("file_path"))
+        given = args.get("path", args.get("file_path"))
         offset = _whole(args.get("offset", 1), "offset")
         window = self.config["window.lines"]
         limit = min(_whole(args.get("limit", window), "limit"), window)
-        # A path that is not a string is the workspace's to refuse (resolve's ToolError).
-        key, data = self.workspace.read_bytes(path)  # type: ignore[arg-type]
+        path = path_arg(given)  # after offset and limit: their errors come first, as they did
+        key, data = self.workspace.read_bytes(path)
         sha = hashlib.sha256(data).hexdigest()
         if looks_binary(data):
             rid = self.results.take_id()

@@ -49,8 +49,6 @@ class RuleResults:
                  bounds: Config | None = None) -> Result:  # fmt: skip
         """§1 and §3: `[#id]`, a newline, the output, capped on the way in (by `bounds`, the
         session's config unless a host's limit fitted it)."""
-        if not isinstance(output, str):
-            output = str(output)
         if note:
             output = f"{output}\n{note}" if output else note
         rid = self.take_id()

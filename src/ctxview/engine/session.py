@@ -158,17 +158,19 @@ class Session:
             extra = json.loads(ev.data) if ev.data else {}
             if ev.kind == "compaction":
                 self.dedupe.clear()
-            elif ev.rkind == "full" and ev.tool == "read" and ev.sha and "key" in extra:
+            if ev.rid is None:  # the rest is about results, and every result has an id
+                continue
+            if ev.rkind == "full" and ev.tool == "read" and ev.sha and "key" in extra:
                 self.dedupe.add_read(ReadEntry(ev.rid, extra["key"], ev.path or "",
                                                ev.line_from or 0, ev.line_to or 0,
                                                ev.line_total or 0, ev.sha))  # fmt: skip
             elif "text_sha" in extra and ev.rkind != "same":
                 self.dedupe.add_result(
-                    ResultEntry(ev.rid, ev.tool, extra["args_key"], extra["text_sha"])
+                    ResultEntry(ev.rid, ev.tool or "", extra["args_key"], extra["text_sha"])
                 )
             if ev.sha and "key" in extra:
                 self._known[extra["key"]] = (ev.sha, ev.rid)
-            if ev.kind == "result" and ev.rid is not None:
+            if ev.kind == "result":
                 # An edit's files: what the session itself wrote there (no "changed outside"
                 # note for its own edits after a restart).
                 edits.remember(self._known, extra.get("files", []), ev.rid)

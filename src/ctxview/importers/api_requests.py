@@ -152,7 +152,7 @@ class Collector:
             return
         if msg["role"] == "assistant":
             mid = str(msg.get("id") or "")
-            blocks = msg.get("content") if isinstance(msg.get("content"), list) else []
+            blocks = b if isinstance(b := msg.get("content"), list) else []
             if self._asst is not None and self._asst[0] == mid and mid:
                 self._asst[1].extend(blocks)
             else:

@@ -461,7 +461,8 @@ class FileImporter:
             await self._open(fmt)
 
     async def _start(self, sid: str, fmt: str, ids: SourceIds) -> Replay:
-        title, data, parent, call = "", {}, None, None
+        title, parent, call = "", None, None
+        data: dict[str, Any] = {}
         if ids.agent:
             parent = f"cc-{ids.session}"
             meta = self.path.with_name(self.path.stem + ".meta.json")

@@ -24,7 +24,7 @@ def numbered(lines: list[str], first: int) -> str:
     return "\n".join(f"{first + i}: {line}" for i, line in enumerate(lines))
 
 
-def decode(data: bytes) -> str:
+def decode(data: bytes | bytearray) -> str:
     """Bytes from a file or a command as text: UTF-8, undecodable bytes as U+FFFD, never a crash."""
     return data.decode("utf-8", errors="replace")
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import psycopg
 
+from ctxview.store.push_source import SESSION_FIELDS
 from ctxview.store.records import EVENT_COLUMNS
 from ctxview.store.replica import Replica
-from ctxview.sync.push import SESSION_FIELDS, last_rid
+from ctxview.sync.push import last_rid
 from ctxview.sync.remote import CHANNEL, RemoteError, connect, retry_after, run, trace
 
 ROWS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
@@ -55,7 +56,8 @@ class Puller:
     async def pull_all(self, keys: set[tuple[str, str]] | None = None) -> int:
         assert self.pg is not None
         before = self.rows
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if self.machine:
             where.append("machine = %s")
             params.append(self.machine)
