@@ -133,3 +133,4 @@ class Recorder:
             await proxy_records.write(writer, rec.row, title=rec.title, workspace=self.workspace)
             if rec.rows is not None:
                 await api.write_rows(writer, rec.session, rec.rows)
+            await proxy_records.write_texts(writer, rec.session, rec.texts)
