@@ -262,3 +262,110 @@ async def test_cache_auto_through_the_proxy(tmp_path: Path, upstream: tuple[Upst
     assert first["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert first["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
     assert up.bodies[1] == json.dumps(own).encode()  # its own marks: the bytes as they came
+
+
+def _ctxview(store: Path, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CTXVIEW_STORE": str(store), "HOME": str(home),
+           "XDG_CONFIG_HOME": str(home / ".config")}  # fmt: skip
+    return subprocess.run([str(Path(sys.executable).parent / "ctxview"), *args],
+                          capture_output=True, text=True, env=env, check=False)  # fmt: skip
+
+
+async def test_stats_replay_agrees_with_the_proxy_byte_for_byte_and_prices_both(
+    tmp_path: Path, upstream: tuple[Upstream, str]
+) -> None:
+    """The same client session through a proxy with --elide and one without: `ctxview stats`'s
+    replay with elision of the plain session is exactly what the elided proxy forwarded, and
+    the elided session's replay without elision is exactly what the plain one forwarded."""
+    from ctxview.commands import proxied
+    from ctxview.context.request_cost import load_prices, session_cost
+
+    up, url = upstream
+    sent = [_body(_conversation(t)) for t in range(3, 30)]
+    stores = {}
+    for arm in ("elided", "plain"):
+        stores[arm] = tmp_path / f"{arm}.db"
+        p = Proxy(stores[arm], upstream=url,
+                  rewriter=Rewriter(elide=arm == "elided", config=SMALL))  # fmt: skip
+        await p.start()
+        try:
+            for body in sent:
+                await _send(p, body)
+            await p.recorder.drain()
+        finally:
+            await p.stop()
+    forwarded = [json.loads(b) for b in up.bodies]
+    elided_fw, plain_fw = forwarded[: len(sent)], forwarded[len(sent) :]
+    assert plain_fw == sent
+    table = load_prices(tmp_path / "no-user-prices.json")
+    costs = {}
+    for arm, store in stores.items():
+        async with await Reader.open(store) as r:
+            _, s, texts = await proxied.load(r, "cc-el-1")
+        costs[arm] = session_cost(s, texts, table, SMALL)
+        if arm == "elided":
+            e_sent, e_texts = s, texts
+    assert costs["plain"].elided_bodies == elided_fw
+    assert costs["elided"].elided_bodies == elided_fw
+    e, p_ = costs["elided"], costs["plain"]
+    assert e.was_elided and not p_.was_elided and e.missing_texts == 0
+    from ctxview.context.request_cost import unelided
+
+    assert unelided([x.body for x in e_sent], e_texts) == sent
+    assert e.without_elision.cost == pytest.approx(p_.without_elision.cost)
+    assert e.with_elision.cost < e.without_elision.cost
+    assert e.with_elision.breaks == 3  # the strides at 16, 32 and 48 (messages 7 to 59)
+    assert e.without_elision.breaks == 0
+    # Priced by each answer's usage (Upstream.handle: from the bytes it got) at
+    # claude-sonnet-4-5's $3 input, $15 output, $3.75 cache writes, $0.30 reads per million.
+    for c, raw in zip(e.billed, up.bodies[: len(sent)], strict=True):
+        n = len(raw) // 4
+        assert c == pytest.approx((10 * 3 + 5 * 15 + (n // 2) * 0.3 + (n - n // 2) * 3.75) / 1e6)
+    # And the commands print it.
+    home = tmp_path / "home"
+    out = _ctxview(stores["elided"], "requests", "cc-el-1", home=home)
+    assert out.returncode == 0, out.stderr
+    assert f"cost ${e.total:,.4f}" in out.stdout and "elided:" in out.stdout
+    js = _ctxview(
+        stores["elided"],
+        "stats",
+        "--json",
+        "--set",
+        "elide.threshold_chars=20000",
+        "--set",
+        "elide.min_chars=300",
+        home=home,
+    )  # SMALL, as the proxy ran
+    assert js.returncode == 0, js.stderr
+    [sess] = [s for s in json.loads(js.stdout)["sessions"] if s["id"] == "cc-el-1"]
+    assert sess["proxied"]["cost_usd"] == round(e.total, 6)
+    assert sess["proxied"]["replay_with_elision"]["cache_breaks"] == 3
+
+
+def test_a_user_price_file_overrides_the_shipped_table(tmp_path: Path) -> None:
+    from ctxview.context.request_cost import Sent, billed, load_prices
+
+    usage = {"input_tokens": 1000, "output_tokens": 100, "cache_read_input_tokens": 10_000,
+             "cache_creation_input_tokens": 2000}  # fmt: skip
+    s = Sent({}, 0.0, "claude-sonnet-4-5-20250929", "anthropic-messages", usage)
+    shipped = load_prices(tmp_path / "absent.json")
+    # 1000 × 3 + 100 × 15 + 10,000 × 0.30 + 2000 × 3.75, per million.
+    assert billed(s, shipped) == pytest.approx((3000 + 1500 + 3000 + 7500) / 1e6)
+    mine = tmp_path / "prices.json"
+    mine.write_text(
+        json.dumps(
+            {
+                "date": "2030-01-01",
+                "models": {
+                    "claude-sonnet-4-5": {
+                        "input": 1,
+                        "output": 2,
+                        "cache_write": 3,
+                        "cache_read": 4,
+                    }
+                },
+            }
+        )
+    )
+    assert billed(s, load_prices(mine)) == pytest.approx((1000 + 200 + 40_000 + 6000) / 1e6)
+    assert billed(Sent({}, 0.0, "mystery-1", "anthropic-messages", usage), shipped) is None
