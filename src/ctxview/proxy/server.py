@@ -86,10 +86,14 @@ class Proxy:
         self.rewriter = rewriter or Rewriter()
         self.port = port
         self.secret = secret or new_secret()
-        self.recorder = Recorder(store, workspace=workspace, busy=lambda: self.active > 0)
+        self.recorder = Recorder(store, workspace=workspace)
         self._runner: web.AppRunner | None = None
         self._client: aiohttp.ClientSession | None = None
-        self.active = 0  # requests in flight (the bench and the tests read it)
+
+    @property
+    def active(self) -> int:
+        """Requests in flight (the bench and the tests read it)."""
+        return self.recorder.active
 
     async def start(self) -> Endpoint:
         await self.recorder.start()
@@ -154,7 +158,7 @@ class Proxy:
                       protocol=protocol, request_headers=pairs, body=b"",
                       started=time.time())  # fmt: skip
         body = bytearray()
-        self.active += 1
+        self.recorder.request_started()
         try:
             return await self._forward(request, ex, body, t0)
         except asyncio.CancelledError:
@@ -164,7 +168,7 @@ class Proxy:
             )
             raise
         finally:
-            self.active -= 1
+            self.recorder.request_ended()
             ex.body = bytes(body)
             del body[:]
             if ex.total_ms is None:
