@@ -77,3 +77,25 @@ def test_every_request_claude_code_sent_is_stored_exactly(tmp_path: Path) -> Non
     assert shapes < len(sent)
     row = conn.execute("SELECT source FROM sessions WHERE id = ?", (f"cc-{sid}",)).fetchone()
     assert row is not None
+
+
+def test_hooks_beside_the_proxy_make_one_session(tmp_path: Path) -> None:
+    """`ctxview install claude-code` and `ctxview run` together: the hooks' events and the
+    proxy's records land in one store session, `cc-<id>`, not two."""
+    from claude_helpers import project
+
+    with project(tmp_path) as p:
+        assert p.ctxview("install", "claude-code").returncode == 0
+        (p.root / "hello.txt").write_text("line one\n")
+        steps = [{"tool": "Bash", "input": {"command": "cat hello.txt", "description": "cat"}},
+                 {"text": "Done."}]  # fmt: skip
+        with FakeAnthropic(steps) as server:
+            sid = _run_claude(p, server.url, "cat hello")["session_id"]
+        conn = sqlite3.connect(p.store)
+        sessions = [r[0] for r in conn.execute("SELECT id FROM sessions")]
+        assert sessions == [f"cc-{sid}"]
+        results = conn.execute("SELECT count(*) FROM events WHERE session = ? AND kind = "
+                               "'result'", (f"cc-{sid}",)).fetchone()[0]  # fmt: skip
+        proxied = conn.execute("SELECT count(*) FROM proxy_records WHERE session = ?",
+                               (f"cc-{sid}",)).fetchone()[0]  # fmt: skip
+        assert results >= 1 and proxied >= 2

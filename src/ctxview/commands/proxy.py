@@ -1,4 +1,4 @@
-"""`ctxview proxy [--upstream URL] [--port N]`: the recording proxy on 127.0.0.1 until
+"""`ctxview proxy [--upstream URL] [--port N] [--elide] [--cache auto]`: the recording proxy on 127.0.0.1 until
 interrupted; it prints the base-URL variables that send a client through it."""
 
 from __future__ import annotations
@@ -10,12 +10,26 @@ import os
 import sys
 
 from ctxview.commands.common import store_path
+from ctxview.proxy.rewrite import Rewriter
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--upstream", help="where requests go (default: the Anthropic API for "
                         "Messages, the OpenAI API for Responses and Chat Completions)")  # fmt: skip
     parser.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    add_rewrite_arguments(parser)
+
+
+def add_rewrite_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--elide", action="store_true", help="once a conversation's messages "
+                        "pass elide.threshold_chars, send old tool output as stubs naming its id "
+                        "(Anthropic Messages)")  # fmt: skip
+    parser.add_argument("--cache", choices=("auto",), help="auto: cache breakpoints on the system "
+                        "prompt and the latest message of a request that has none")  # fmt: skip
+
+
+def rewriter(args: argparse.Namespace) -> Rewriter:
+    return Rewriter(elide=bool(args.elide), cache=args.cache)
 
 
 def check_upstream(url: str | None) -> None:
@@ -37,7 +51,13 @@ async def _serve(args: argparse.Namespace) -> None:
     from ctxview.proxy.server import Proxy
 
     store = store_path(args)
-    proxy = Proxy(store, upstream=args.upstream, port=args.port, workspace=os.getcwd())
+    proxy = Proxy(
+        store,
+        upstream=args.upstream,
+        port=args.port,
+        workspace=os.getcwd(),
+        rewriter=rewriter(args),
+    )
     try:
         end = await proxy.start()
     except OSError as exc:

@@ -11,8 +11,11 @@ import sys
 import time
 from typing import Any
 
+from ctxview.commands import proxied
 from ctxview.commands.common import open_reader
+from ctxview.context.request_cost import billed, load_prices, session_cost
 from ctxview.context.requests import rebuild_stored
+from ctxview.rules.config import Config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,22 +42,25 @@ async def _run(args: argparse.Namespace) -> int:
         else:
             sid = (await reader.resolve_session(args.session)).id
         rows = await reader.proxy_records(sid)
-        recorded = {r.id: r for r in rebuild_stored(await reader.api_request_rows(sid))} if args.json else {}
+        recorded = {r.id: r for r in rebuild_stored(await reader.api_request_rows(sid))}
+        _, sent, texts = await proxied.load(reader, sid)
     finally:
         await reader.close()
     if not rows:
         print(f"No proxied requests in session {sid}.", file=sys.stderr)
         return 0
+    table = load_prices()
     if args.json:
         for row in rows:
-            print(json.dumps(_as_json(row, rebuild(row, recorded.get(row.request_id))),
-                             ensure_ascii=False))  # fmt: skip
+            out = _as_json(row, rebuild(row, recorded.get(row.request_id)))
+            out["cost_usd"] = _row_cost(row, out["body"], table)
+            print(json.dumps(out, ensure_ascii=False))
         return 0
     from ctxview.proxy.answers import usage_figures
 
     print(f"{sid}: {len(rows)} proxied request(s)")
     print(f"{'TIME':19} {'PROTOCOL':18} {'MODEL':24} {'BYTES':>10} {'STATUS':>6} {'IN':>8} "
-          f"{'OUT':>7} {'CACHE R':>8} {'CACHE W':>8} {'1ST MS':>7} {'MS':>7}  OUTCOME")  # fmt: skip
+          f"{'OUT':>7} {'CACHE R':>8} {'CACHE W':>8} {'COST $':>9} {'1ST MS':>7} {'MS':>7}  OUTCOME")  # fmt: skip
     for row in rows:
         u = usage_figures(json.loads(row.usage) if row.usage else None)
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.started))
@@ -62,9 +68,32 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"{when:19} {row.protocol:18} {model:24} {row.body_bytes:>10,} "
               f"{row.status if row.status is not None else '-':>6} {u['input']:>8} "
               f"{u['output']:>7} {u['cache_read']:>8} {u['cache_write']:>8} "
-              f"{_ms(row.first_byte_ms):>7} {_ms(row.total_ms):>7}  {row.outcome}"
+              f"{_usd(_row_cost(row, None, table)):>9} {_ms(row.first_byte_ms):>7} {_ms(row.total_ms):>7}  {row.outcome}"
               + (f" ({row.note})" if row.note else ""))  # fmt: skip
+
+    sc = session_cost(sent, texts, table, Config())
+    print(f"cost ${sc.total:,.4f} by the answers' own usage ({sc.unpriced} request(s) of a model "
+          f"the price table of {sc.prices_date} does not name)")  # fmt: skip
+    if sc.was_elided:
+        w, wo = sc.with_elision, sc.without_elision
+        print(f"elided: {sc.stubs} stubs; replayed with the same cache model, ${w.cost:,.4f} with "
+              f"elision, ${wo.cost:,.4f} without (x{sc.ratio or 0:.2f}); cache breaks "
+              f"{w.breaks} with, {wo.breaks} without")  # fmt: skip
     return 0
+
+
+def _usd(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4f}"
+
+
+def _row_cost(row: Any, body: Any, table: Any) -> float | None:
+    from ctxview.context.request_cost import Sent
+
+    if row.usage is None:
+        return None
+    s = Sent(body, row.started, proxied.model_of(row, body), row.protocol, json.loads(row.usage))
+    c = billed(s, table)
+    return None if c is None else round(c, 6)
 
 
 def _ms(v: float | None) -> str:

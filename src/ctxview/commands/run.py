@@ -1,4 +1,4 @@
-"""`ctxview run [--upstream URL] -- COMMAND ...`: a proxy for the command's life, the command
+"""`ctxview run [--upstream URL] [--elide] [--cache auto] -- COMMAND ...`: a proxy for the command's life, the command
 run with the base-URL variables pointing at it (`ctxview run -- claude`, `ctxview run --
 codex`). Codex reads no variable for its base URL, so `-c openai_base_url=…` is put after
 `codex`. The command's exit status is ctxview's."""
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ctxview.commands.common import store_path
-from ctxview.commands.proxy import check_upstream
+from ctxview.commands.proxy import add_rewrite_arguments, check_upstream, rewriter
 
 DRAIN_SECONDS = 10.0  # at the end, for the last records to be written
 
@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--upstream", help="where requests go (default: the Anthropic API for "
                         "Messages, the OpenAI API for Responses and Chat Completions)")  # fmt: skip
     parser.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    add_rewrite_arguments(parser)
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
 
 
@@ -50,7 +51,13 @@ async def _run(args: argparse.Namespace, cmd: list[str]) -> int:
     from ctxview.proxy.server import Proxy
 
     store = store_path(args)
-    proxy = Proxy(store, upstream=args.upstream, port=args.port, workspace=os.getcwd())
+    proxy = Proxy(
+        store,
+        upstream=args.upstream,
+        port=args.port,
+        workspace=os.getcwd(),
+        rewriter=rewriter(args),
+    )
     try:
         end = await proxy.start()
     except OSError as exc:

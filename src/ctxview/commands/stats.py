@@ -9,6 +9,7 @@ from typing import Any
 
 from ctxview.commands.common import open_reader
 from ctxview.commands.errors import CliError
+from ctxview.context.request_cost import SessionCost, load_prices, session_cost
 from ctxview.report.stats import CHARS_PER_TOKEN, SessionStats, all_stats, est_tokens
 from ctxview.rules.config import Config, ConfigError
 
@@ -35,12 +36,15 @@ async def _run(args: argparse.Namespace) -> int:
             if args.session
             else await reader.sessions()
         )
-        per, total = await all_stats(reader, rows, _overrides(args.set))
+        overrides = _overrides(args.set)
+        per, total = await all_stats(reader, rows, overrides)
+        priced = await _proxied(reader, [s.id for s in per], Config(overrides))
     finally:
         await reader.close()
     if args.json:
-        print(json.dumps({"sessions": [s.as_json() for s in per], "total": total.as_json()},
-                         indent=2))  # fmt: skip
+        sessions = [{**s.as_json(), **({"proxied": priced[s.id].as_json()} if s.id in priced
+                     else {})} for s in per]  # fmt: skip
+        print(json.dumps({"sessions": sessions, "total": total.as_json()}, indent=2))
         return 0
     if not per:
         print("No sessions in the store yet.")
@@ -54,7 +58,38 @@ async def _run(args: argparse.Namespace) -> int:
     _explain(total, len(per))
     print()
     _resent(per, total)
+    if priced:
+        print()
+        _print_proxied(priced)
     return 0
+
+
+async def _proxied(reader: Any, ids: list[str], config: Config) -> dict[str, SessionCost]:
+    """The sessions with proxied requests, priced (`context/request_cost.py`)."""
+    from ctxview.commands import proxied
+
+    have = {sid for sid, _, _ in await reader.proxy_sessions()}
+    table = load_prices()
+    out = {}
+    for sid in ids:
+        if sid in have:
+            _, sent, texts = await proxied.load(reader, sid)
+            out[sid] = session_cost(sent, texts, table, config)
+    return out
+
+
+def _print_proxied(priced: dict[str, SessionCost]) -> None:
+    """Cost per session by the recorded usage; for an elided one, the replays with and without."""
+    date = next(iter(priced.values())).prices_date
+    print(f"Proxied requests, priced by their own usage (prices of {date}); E/NONE: the same "
+          "requests replayed with elision and without it, priced the same way.")  # fmt: skip
+    print(f"{'SESSION':44} {'REQS':>5} {'COST $':>10} {'$/REQ':>8} {'WITH E $':>10} "
+          f"{'WITHOUT $':>10} {'E/NONE':>6} {'BREAKS':>7}")  # fmt: skip
+    for sid, c in priced.items():
+        w, wo = c.with_elision, c.without_elision
+        per = c.total / max(c.requests - c.unpriced, 1)
+        print(f"{sid[:44]:44} {c.requests:5} {c.total:10.4f} {per:8.4f} {w.cost:10.4f} "
+              f"{wo.cost:10.4f} {_ratio(w.cost, wo.cost):>6} {w.breaks:>3}/{wo.breaks:<3}")  # fmt: skip
 
 
 def _overrides(pairs: list[str]) -> dict[str, Any]:
@@ -146,8 +181,10 @@ def _resent(per: list[SessionStats], t: SessionStats) -> None:
         print(f"The same bill from the transcripts' own usage: {round(t.bill_usage):,} (it also "
               f"counts the system prompt and tools, which the estimate leaves out).")  # fmt: skip
     if t.recorded_requests:
-        print(f"No measure (SENT NONE) is Claude Code's own record of the {t.recorded_requests:,} "
-              "requests it sent, where the transcript has one (2.1.3xx), not a replay.")
+        print(
+            f"No measure (SENT NONE) is Claude Code's own record of the {t.recorded_requests:,} "
+            "requests it sent, where the transcript has one (2.1.3xx), not a replay."
+        )
     if t.cost_usd:
         print(f"The transcripts' own cost (Claude Code's cost-state): ${t.cost_usd:,.4f}, beside "
               f"the estimated bills above.")  # fmt: skip

@@ -13,6 +13,7 @@ from ctxview.engine.edits import EDIT_TOOLS
 from ctxview.engine.result import Result
 from ctxview.engine.rule_results import RuleResults
 from ctxview.rules import brackets
+from ctxview.rules import elide as elide_rules
 from ctxview.rules.ids import parse_id
 from ctxview.rules.lines import decode, looks_binary, split_lines, window_lines
 from ctxview.store.writer import Writer
@@ -137,7 +138,8 @@ class OwnTools:
         # own result first (a store from before ids were shared may have it twice).
         stored = (
             await self.writer.tree_stored_data(self.session_id, target)
-            if target is not None and target < self.results.ids.next
+            if target is not None
+            and (target < self.results.ids.next or elide_rules.is_content_id(target))
             else None
         )
         if stored is None:

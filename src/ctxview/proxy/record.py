@@ -51,6 +51,10 @@ class Exchange:
     outcome: str = "complete"  # complete | cut | incomplete | upstream-failed
     note: str | None = None
     answer: Answer | None = None
+    # `--elide`, `--cache auto`: whether the body was changed before the forward (`body` is then
+    # what the upstream received), and the elided texts by id, which the recorder stores.
+    rewritten: bool = False
+    elided: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +74,7 @@ class Recorded:
     rows: api.Rows | None  # the api_* rows, for a request the model answers
     hashes: list[str]  # its messages, for the thread
     shape: str | None
+    texts: dict[int, str] = field(default_factory=dict)  # elided blocks, to store as results
 
 
 def _header(pairs: list[tuple[str, str]], name: str) -> str:
@@ -211,7 +216,7 @@ def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:
         usage=_dumps(usage) if usage is not None else None,
     )  # fmt: skip
     title = keying.title(ex.protocol, body) if body is not None else ""
-    return Recorded(session, title, row, rows, hashes, shape_hash)
+    return Recorded(session, title, row, rows, hashes, shape_hash, ex.elided)
 
 
 def _fallback_session(lower: dict[str, str]) -> str:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from ctxview.agents import failures
@@ -28,10 +26,11 @@ EVENT = "proxy"  # the failures log's event name for the proxy's own losses
 
 
 class Recorder:
-    def __init__(self, store: Path, *, workspace: str = "",
-                 busy: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
+    def __init__(self, store: Path, *, workspace: str = "") -> None:
         self.store = store
-        self.busy = busy
+        self.active = 0  # requests in flight (the server counts them in and out)
+        self._quiet = asyncio.Event()  # set while none is
+        self._quiet.set()
         self.workspace = workspace
         self.queue: asyncio.Queue[Exchange | None] = asyncio.Queue()
         self.queued_bytes = 0
@@ -46,6 +45,15 @@ class Recorder:
 
     async def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="ctxview-proxy-rec")
+
+    def request_started(self) -> None:
+        self.active += 1
+        self._quiet.clear()
+
+    def request_ended(self) -> None:
+        self.active -= 1
+        if self.active <= 0:
+            self._quiet.set()
 
     def put(self, ex: Exchange) -> None:
         size = len(ex.body)
@@ -100,9 +108,8 @@ class Recorder:
 
     async def _one(self, ex: Exchange) -> None:
         if len(ex.body) >= BIG:
-            until = time.monotonic() + YIELD_SECONDS
-            while self.busy() and time.monotonic() < until:
-                await asyncio.sleep(0.02)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._quiet.wait(), YIELD_SECONDS)
         rec: Recorded = await asyncio.to_thread(build, ex, self._thread)
         seq = self._seq(rec.session, ex.started)
         rec.row.seq = seq
@@ -133,3 +140,4 @@ class Recorder:
             await proxy_records.write(writer, rec.row, title=rec.title, workspace=self.workspace)
             if rec.rows is not None:
                 await api.write_rows(writer, rec.session, rec.rows)
+            await proxy_records.write_texts(writer, rec.session, rec.texts)

@@ -28,9 +28,11 @@ from ctxview.proxy import protocols
 from ctxview.proxy.answers import Assembler
 from ctxview.proxy.record import Exchange
 from ctxview.proxy.recorder import Recorder
+from ctxview.proxy.rewrite import Rewriter
 
 CONNECT_TIMEOUT = 30.0  # seconds to reach the upstream; an answer itself may take its time
 CHUNK = 1 << 16
+THREAD_REWRITE = 256 << 10  # a body this big is rewritten off the event loop
 
 
 def new_secret() -> str:
@@ -78,14 +80,20 @@ class _Decoder:
 
 class Proxy:
     def __init__(self, store: Path, *, upstream: str | None = None, port: int = 0,
-                 secret: str | None = None, workspace: str = "") -> None:  # fmt: skip
+                 secret: str | None = None, workspace: str = "",
+                 rewriter: Rewriter | None = None) -> None:  # fmt: skip
         self.upstream = upstream.rstrip("/") if upstream else None
+        self.rewriter = rewriter or Rewriter()
         self.port = port
         self.secret = secret or new_secret()
-        self.recorder = Recorder(store, workspace=workspace, busy=lambda: self.active > 0)
+        self.recorder = Recorder(store, workspace=workspace)
         self._runner: web.AppRunner | None = None
         self._client: aiohttp.ClientSession | None = None
-        self.active = 0  # requests in flight (the bench and the tests read it)
+
+    @property
+    def active(self) -> int:
+        """Requests in flight (the bench and the tests read it)."""
+        return self.recorder.active
 
     async def start(self) -> Endpoint:
         await self.recorder.start()
@@ -150,7 +158,7 @@ class Proxy:
                       protocol=protocol, request_headers=pairs, body=b"",
                       started=time.time())  # fmt: skip
         body = bytearray()
-        self.active += 1
+        self.recorder.request_started()
         try:
             return await self._forward(request, ex, body, t0)
         except asyncio.CancelledError:
@@ -160,7 +168,7 @@ class Proxy:
             )
             raise
         finally:
-            self.active -= 1
+            self.recorder.request_ended()
             ex.body = bytes(body)
             del body[:]
             if ex.total_ms is None:
@@ -178,10 +186,17 @@ class Proxy:
 
         has_body = request.body_exists
         url = URL(f"{ex.upstream}{ex.path}", encoded=True)
+        headers = hdr.upstream_headers(ex.request_headers)
+        data: Any = stream() if has_body else None
+        if has_body and self.rewriter.applies(ex.protocol):
+            # Elision and cache marks need the whole body: it is read, changed, then sent.
+            data = await self._rewritten(request, ex, body)
+            headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+            headers.append(("Content-Length", str(len(data))))
         try:
             up = await self._client.request(
-                ex.method, url, headers=hdr.upstream_headers(ex.request_headers),
-                data=stream() if has_body else None, allow_redirects=False,
+                ex.method, url, headers=headers,
+                data=data, allow_redirects=False,
                 skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
             )  # fmt: skip
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
@@ -227,6 +242,26 @@ class Proxy:
             with contextlib.suppress(ConnectionError):
                 await resp.write_eof()
             return resp
+
+    async def _rewritten(self, request: web.Request, ex: Exchange, body: bytearray) -> bytes:
+        raw = await request.read()
+        rw = self.rewriter
+        try:
+            if len(raw) >= THREAD_REWRITE:
+                done = await asyncio.to_thread(rw.rewrite, ex.protocol, ex.request_headers, raw)
+            else:
+                done = rw.rewrite(ex.protocol, ex.request_headers, raw)
+        except Exception as exc:  # a rewrite never fails a request: it goes as it came
+            ex.note = f"The request could not be rewritten ({_reason(exc)}); forwarded unchanged."
+            body.extend(raw)
+            return raw
+        # What is recorded is what the upstream receives.
+        body.extend(done.body)
+        ex.elided = done.texts
+        ex.rewritten = done.changed
+        if done.note:
+            ex.note = done.note
+        return done.body
 
 
 def _reason(exc: BaseException) -> str:

@@ -146,3 +146,90 @@ def bill(input_tokens: float, cache_write: float, cache_read: float, r: Rates) -
 def compact_due(tokens: int, above_tokens: int) -> bool:
     """`compaction.above_tokens` (0 = off): whether the context has passed it."""
     return above_tokens > 0 and tokens > above_tokens
+
+
+# Prices: the dated table shipped in `prices.json`, a user's file over it (read at the edges,
+# `commands/common.py`'s `price_table`); the same `Rates` and `bill` price a request.
+
+
+@dataclass(frozen=True)
+class Price:
+    """One model's list prices, in USD per million tokens."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+    cache_write_1h: float | None = None
+
+    @property
+    def rates(self) -> Rates:
+        """The same prices in units of one uncached input token (what `bill` takes)."""
+        i = self.input or 1.0
+        return Rates(1.0, self.cache_write / i, self.cache_read / i)
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    date: str
+    models: dict[str, Price]
+
+    def price(self, model: str | None) -> Price | None:
+        """The longest key `model` starts with (a dated name finds its family), or None."""
+        if not model:
+            return None
+        name = model.lower().removeprefix("anthropic/").removeprefix("openai/")
+        best = max((k for k in self.models if name.startswith(k)), key=len, default=None)
+        return self.models[best] if best is not None else None
+
+
+def price_table(shipped: str, user: str | None = None) -> PriceTable:
+    """The table from `prices.json`'s text, a user's file's models over it (same form)."""
+    data = json.loads(shipped)
+    models = {k.lower(): _price(v) for k, v in data["models"].items()}
+    date = str(data.get("date", ""))
+    if user:
+        mine = json.loads(user)
+        models.update({k.lower(): _price(v) for k, v in (mine.get("models") or {}).items()})
+        date = f"{date}, with the user's prices of {mine.get('date', 'no date')}"
+    return PriceTable(date, models)
+
+
+def _price(v: dict[str, Any]) -> Price:
+    i = float(v["input"])
+    return Price(i, float(v["output"]), float(v.get("cache_write", i)),
+                 float(v.get("cache_read", i)),
+                 float(v["cache_write_1h"]) if "cache_write_1h" in v else None)  # fmt: skip
+
+
+def cost(u: Usage, p: Price, cache_write_1h: int = 0) -> float:
+    """What a request's usage cost, in USD: the prompt by `bill` at the model's rates, the
+    output at its own price; `cache_write_1h` of the writes at the one-hour price."""
+    prompt = bill(u.input_tokens, u.cache_write_tokens - cache_write_1h, u.cache_read_tokens,
+                  p.rates) * p.input  # fmt: skip
+    hour = cache_write_1h * (p.cache_write_1h if p.cache_write_1h is not None else p.cache_write)
+    return (prompt + hour + u.output_tokens * p.output) / 1e6
+
+
+def api_usage(usage: Any, protocol: str) -> tuple[Usage, int]:
+    """A proxied answer's usage, any protocol, made additive; and how many of its cache writes
+    are one-hour ones (Anthropic's `cache_creation.ephemeral_1h_input_tokens`)."""
+    u = usage if isinstance(usage, dict) else {}
+
+    def num(*keys: str) -> int:
+        for k in keys:
+            v: Any = u
+            for part in k.split("."):
+                v = v.get(part) if isinstance(v, dict) else None
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                return int(v)
+        return 0
+
+    if protocol.startswith("openai"):
+        return subset_usage(num("input_tokens", "prompt_tokens"),
+                            num("input_tokens_details.cached_tokens",
+                                "prompt_tokens_details.cached_tokens"),
+                            num("output_tokens", "completion_tokens")), 0  # fmt: skip
+    out = Usage(num("input_tokens"), num("output_tokens"), num("cache_read_input_tokens"),
+                num("cache_creation_input_tokens"))  # fmt: skip
+    return out, min(num("cache_creation.ephemeral_1h_input_tokens"), out.cache_write_tokens)

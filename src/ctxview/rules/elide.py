@@ -11,6 +11,8 @@ Pure functions only: the running state lives in `src/ctxview/context/state.py`.
 
 from __future__ import annotations
 
+import hashlib
+
 from ctxview.rules.config import Config
 from ctxview.rules.ids import format_id
 
@@ -53,3 +55,32 @@ def stub(rid: int, chars: int, tool: str | None, path: str | None, config: Confi
         chars=f"{chars:,}",
         what=what(tool, path),
     )
+
+
+# A proxied request's elided block (`context/request_elide.py`) is stored under an id that is a
+# function of its text alone, so its stub is decided before the request is forwarded, with no
+# store to ask, and is the same bytes on every later request: `CONTENT_BASE` plus 40 bits of the
+# text's SHA-256. Ids the store hands out count up from `ids.first` and never reach it.
+CONTENT_BASE = 1 << 40
+CONTENT_BITS = 40
+
+
+def content_id(text: str) -> int:
+    """The id a block elided by the proxy is stored under: a pure function of its text."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return CONTENT_BASE + (int.from_bytes(digest[:5], "big") & ((1 << CONTENT_BITS) - 1))
+
+
+def is_content_id(rid: int) -> bool:
+    return CONTENT_BASE <= rid < 2 * CONTENT_BASE
+
+
+def request_stub(text: str, tool: str | None, mcp: bool, config: Config) -> str:
+    """The one line a proxied request's tool result is sent as once elided: its id, its size,
+    its tool, and how to get it back (`mcp__ctxview__recall` where the client has ctxview's MCP
+    tools, else `ctxview recall ID` through its shell). A function of the text, the tool that
+    produced it and the session's `mcp`, all fixed once the result is in the history."""
+    ref = format_id(content_id(text), config["ids.digits"])
+    how = config.text("text.elided_how_mcp" if mcp else "text.elided_how_shell", ref=ref)
+    return config.text("text.elided_request_result", ref=ref, chars=f"{len(text):,}",
+                       what=tool or "tool", how=how)  # fmt: skip

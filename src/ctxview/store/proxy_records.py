@@ -128,3 +128,38 @@ def sessions(conn: sqlite3.Connection) -> list[tuple[str, int, float]]:
     return [(s, int(n), float(t)) for s, n, t in conn.execute(
         "SELECT session, count(*), max(started) FROM proxy_records GROUP BY session "
         "ORDER BY max(started) DESC")]  # fmt: skip
+
+
+async def write_texts(writer: InTurn, session: str, texts: dict[int, str]) -> None:
+    """The texts `--elide` sent as stubs, each under its content id as a result body of the
+    session (so `recall` finds it), indexed for search; one already stored is left as it is.
+    No event: the id is not the session's counter's, and the proxy writes no transcript."""
+    if texts:
+        await writer.in_turn(_write_texts, session, sorted(texts.items()))
+
+
+def _write_texts(conn: sqlite3.Connection, session: str, items: list[tuple[int, str]]) -> None:
+    for rid, text in items:
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO bodies (session, rid, shown, stored) VALUES (?, ?, ?, ?)",
+            (session, rid, text, text),
+        )
+        if cur.rowcount:
+            conn.execute(
+                "INSERT INTO bodies_fts (rowid, stored) VALUES ((SELECT rowid FROM bodies "
+                "WHERE session = ?1 AND rid = ?2), ?3)", (session, rid, text[:1_000_000]),
+            )  # fmt: skip
+
+
+def read_texts(conn: sqlite3.Connection, session: str, rids: list[int]) -> dict[int, str]:
+    """Stored texts by id (the elided blocks a replay without elision puts back)."""
+    out: dict[int, str] = {}
+    for i in range(0, len(rids), 500):
+        part = rids[i : i + 500]
+        marks = ",".join("?" * len(part))
+        for rid, text in conn.execute(
+            f"SELECT rid, CAST(stored AS TEXT) FROM bodies WHERE session = ? AND rid IN ({marks})",
+            (session, *part),
+        ):
+            out[int(rid)] = text
+    return out

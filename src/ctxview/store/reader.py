@@ -117,6 +117,12 @@ class Reader:
 
         return await on_thread(self._conn, proxy_records.read, session_id)
 
+    async def proxy_texts(self, session_id: str, rids: list[int]) -> dict[int, str]:
+        """Stored texts by id: the blocks `ctxview proxy --elide` sent as stubs."""
+        from ctxview.store import proxy_records
+
+        return await on_thread(self._conn, proxy_records.read_texts, session_id, rids)
+
     async def proxy_sessions(self) -> list[tuple[str, int, float]]:
         """Sessions with proxied requests: (id, requests, last started), newest first."""
         from ctxview.store import proxy_records

@@ -469,8 +469,9 @@ class Writer:
         await self.flush()
 
         def _find(conn: sqlite3.Connection) -> str | bytes | None:
-            sid = tree.holder(conn, session_id, rid)
-            return None if sid is None else _stored_data(conn, sid, rid)
+            # No event holds it: a body stored without one (the proxy's elided texts).
+            sid = tree.holder(conn, session_id, rid) or session_id
+            return _stored_data(conn, sid, rid)
 
         return await on_thread(self._conn, _find)
 
