@@ -17,6 +17,7 @@ Tools: `Read` (`path`/`file_path`/`target_file`) is a read (plain or `N|`-number
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +73,9 @@ class CursorParser(SimpleParser):
         ts = self.hub.last_ts  # Cursor writes no times: the file's own stands for them all
         main = self.hub.main
         if role == "user":
-            said = [b for b in content if not (isinstance(b, dict) and b.get("type") == "tool_result")]
+            said = [
+                b for b in content if not (isinstance(b, dict) and b.get("type") == "tool_result")
+            ]
             if said:
                 text = block_text(said)
                 m = _QUERY.match(text)
@@ -119,14 +122,12 @@ class CursorParser(SimpleParser):
         parent = next((f for f in files if f.stem == folder.name), files[0] if files else None)
         if parent is None:
             return
-        from ctxview.importers.runner import session_id, _named_by_file
+        from ctxview.importers.runner import _named_by_file, session_id
 
         pid = session_id("cursor", _named_by_file(parent))
         info = await self.hub.writer.session_info(pid)
         if info is None:
             return
-        import json
-
         agents = json.loads(info["data"] or "{}").get("agents", {})
         await self.hub.writer.update_session(self.hub.main.id, parent_session=pid,
                                              parent_call=agents.get(_prompt_key(prompt)))  # fmt: skip

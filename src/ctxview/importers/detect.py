@@ -104,7 +104,8 @@ def _other_agent(record: dict[str, Any], kind: Any, message: Any) -> str | None:
             return formats.PI
         if kind.startswith(_COPILOT_FAMILIES) and isinstance(record.get("data"), dict):
             return formats.COPILOT
-        if kind in ("gemini", "info", "error", "warning") and "id" in record and "content" in record:
+        if kind in ("gemini", "info", "error", "warning") and "id" in record and \
+                "content" in record:  # fmt: skip
             return formats.GEMINI
         return None
     if "$set" in record or "$rewindTo" in record:

@@ -150,7 +150,9 @@ class PiParser(SimpleParser):
             text = output if isinstance(output, str) else ""
             code = msg.get("exitCode")
             if isinstance(code, int) and code:
-                text = f"{text.rstrip(chr(10))}\nExit code {code}." if text else f"Exit code {code}."
+                text = (
+                    f"{text.rstrip(chr(10))}\nExit code {code}." if text else f"Exit code {code}."
+                )
             ref = f"pi-bash:{id_text(rec.get('id')) or lineno}"
             await put_result(main, Other("bash"), {"command": command, "by": "user"}, text,
                              call_ref=ref, seen=len(text), ts=ts)  # fmt: skip

@@ -66,7 +66,9 @@ def read_sessions(path: Path) -> list[dict[str, Any]]:
     try:
         conn = _connect(path)
     except sqlite3.Error as exc:
-        raise OpenCodeUnreadable(f"{path} cannot be opened as OpenCode's database ({exc}).") from None
+        raise OpenCodeUnreadable(
+            f"{path} cannot be opened as OpenCode's database ({exc})."
+        ) from None
     try:
         scols = {r["name"] for r in conn.execute("PRAGMA table_info(session)")}
         order = "time_created, id" if "time_created" in scols else "id"
