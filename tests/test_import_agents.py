@@ -97,9 +97,9 @@ def test_pi(tmp_path: Path) -> None:
                             ("grep", "same"), ("bash", "full"), ("edit", "full"),
                             ("read", "full"), ("bash", "full")]  # fmt: skip
     # The relative and the absolute path are one file: the second read is the stub.
-    stub = [e for e in evs if e.rkind == "unchanged"][0]
+    stub = next(e for e in evs if e.rkind == "unchanged")
     assert "unchanged" in shown(store, row.id, stub).lower()
-    bash = [e for e in evs if e.kind == "result" and e.tool == "bash"][0]
+    bash = next(e for e in evs if e.kind == "result" and e.tool == "bash")
     assert bash.capped and bash.stored_lines == 600
     comp = [e for e in evs if e.kind == "compaction"]
     assert len(comp) == 1 and comp[0].extra["tokensBefore"] == 12345
@@ -125,11 +125,11 @@ def test_gemini(path: Path, tmp_path: Path) -> None:
                             ("read", "full")]  # fmt: skip
     # The JSONL file wrote the first turn twice (running, then done): one call, one result.
     assert sum(e.call_ref == "read_file-1" for e in evs if e.kind == "result") == 1
-    edit = shown(store, row.id, [e for e in evs if e.rkind == "edit"][0])
+    edit = shown(store, row.id, next(e for e in evs if e.rkind == "edit"))
     assert "-beta" in edit and "+BETA" in edit
     partial = [e for e in evs if e.kind == "result"][-1]
     assert (partial.line_from, partial.line_to, partial.line_total) == (1, 2, 5)
-    first = [e for e in evs if e.kind == "message" and e.role == "assistant"][0]
+    first = next(e for e in evs if e.kind == "message" and e.role == "assistant")
     assert first.extra["usage"]["cache_read_tokens"] == 400
     assert first.extra["usage"]["input_tokens"] == 602  # cached is inside Gemini's input
     if path == GEMINI_JSON:
@@ -162,7 +162,7 @@ def test_cursor_and_its_sub_agent(tmp_path: Path) -> None:
                             ("grep", "same"), ("bash", "full"), ("Agent", "full")]  # fmt: skip
     assert evs[0].text == "Read notes.txt twice and grep"  # <user_query> unwrapped
     child, _ = sessions[f"cu-{CURSOR_CHILD.stem}"]
-    agent_call = [e for e in evs if e.kind == "call" and e.tool == "Agent"][0]
+    agent_call = next(e for e in evs if e.kind == "call" and e.tool == "Agent")
     assert child.parent_session == row.id and child.parent_call == agent_call.call_ref
 
 
@@ -179,7 +179,7 @@ def test_opencode(kind: str, tmp_path: Path) -> None:
     assert results(evs) == [("read", "full"), ("read", "unchanged"), ("grep", "full"),
                             ("grep", "same"), ("edit", "edit"), ("bash", "full"),
                             ("task", "full")]  # fmt: skip
-    first = [e for e in evs if e.kind == "result"][0]
+    first = next(e for e in evs if e.kind == "result")
     assert (first.line_from, first.line_to, first.line_total) == (1, 3, 3)
     assert [e.text for e in evs if e.kind == "compaction"] == ["Summary: notes.txt read and fixed."]
     child, cevs = sessions["oc-ses_0002"]
@@ -196,8 +196,8 @@ def test_aider(tmp_path: Path) -> None:
     row, evs = first
     assert row.source == "aider" and row.workspace == str(AIDER.parent)
     assert results(evs) == [("edit", "full"), ("bash", "full")]
-    bash = [e for e in evs if e.kind == "result" and e.tool == "bash"][0]
-    call = [e for e in evs if e.kind == "call" and e.call_ref == bash.call_ref][0]
+    bash = next(e for e in evs if e.kind == "result" and e.tool == "bash")
+    call = next(e for e in evs if e.kind == "call" and e.call_ref == bash.call_ref)
     assert json.loads(call.args or "{}")["command"] == "make test" and bash.capped
     assert [e.text for e in evs if e.role == "user"] == [
         "change beta to BETA in notes.txt", "/run make test", "thanks"]  # fmt: skip

@@ -27,7 +27,8 @@ def _check(case: str, store: Path, bad: Path) -> None:
     except BaseException as exc:  # a traceback is what this looks for
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise AssertionError(f"{case}:\n" + "".join(traceback.format_exception(exc))[-1500:])
+        trace = "".join(traceback.format_exception(exc))[-1500:]
+        raise AssertionError(f"{case}:\n{trace}") from None
     assert "Traceback" not in err, f"{case}: {err[-1500:]}"
     assert not command_errors(err), f"{case}: {err[-800:]}"
     assert code in (0, 1), f"{case}: exit {code}: {err[-800:]}"

@@ -102,7 +102,7 @@ def test_the_big_ones(imported: dict[Path, Any]) -> None:
     assert by_name["matrix_pro_run4_success.json"].results == 188
     aider = by_name["chat-history.md"]
     assert 900 < len(aider.rows) <= 1134
-    copilot = by_name["events.jsonl"] if "events.jsonl" in by_name else None
+    copilot = by_name.get("events.jsonl")
     assert copilot is not None
 
 
