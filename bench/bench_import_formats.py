@@ -91,7 +91,7 @@ def _opencode(work: Path, mb: float, sqlite: bool) -> Path:
             parts = [p.replace("ses_", f"ses_{n:05d}").replace("msg_", f"msg_{n:05d}")
                      .replace("prt_", f"prt_{n:05d}") for p in rel.parts]  # fmt: skip
             text = f.read_text()
-            text = re.sub(r'"(ses|msg|prt)_', lambda m: f'"{m.group(1)}_{n:05d}', text)
+            text = re.sub(r'"(ses|msg|prt)_', rf'"\1_{n:05d}', text)
             dest = root.joinpath(*parts)
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(text)
