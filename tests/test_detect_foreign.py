@@ -1,6 +1,7 @@
-"""Other agents' sessions that look like ours are refused in one sentence, not imported as
-Claude Code or Codex (realdata holds pi and Qwen Code sessions: pi's `{"type": "message"}` was
-taken for a legacy Codex item, Qwen's `uuid`/`sessionId` records for Claude Code's)."""
+"""Other agents' sessions that look like ours are not imported as Claude Code or Codex (realdata
+holds pi and Qwen Code sessions: pi's `{"type": "message"}` was taken for a legacy Codex item,
+Qwen's `uuid`/`sessionId` records for Claude Code's): pi's is pi's now (issue 19), Qwen Code's,
+which ctxview does not read, is refused in one sentence."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxview.importers import formats
 from ctxview.importers.detect import CLAUDE, CODEX, NotTranscript, detect
 
 PI = [{"type": "session", "id": "ffae836b", "timestamp": "2025-12-09T00:53:29.825Z", "cwd": "/w"},
@@ -26,10 +28,14 @@ def _write(tmp_path: Path, records: list[dict[str, object]]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("records", [PI, QWEN], ids=["pi", "qwen"])
-def test_another_agents_session_is_not_taken_for_ours(tmp_path: Path, records: list) -> None:
+def test_qwen_codes_session_is_not_taken_for_ours(tmp_path: Path) -> None:
     with pytest.raises(NotTranscript, match="neither a Claude Code nor a Codex transcript"):
-        detect(_write(tmp_path, records))
+        detect(_write(tmp_path, QWEN))
+
+
+def test_pis_session_is_pis(tmp_path: Path) -> None:
+    assert detect(_write(tmp_path, PI)) == formats.PI
+    assert detect(_write(tmp_path, PI[1:])) == formats.PI  # no header: its message records
 
 
 def test_ours_are_still_ours(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
-"""`ctxview import PATH...`: Claude Code and Codex transcripts into the store, through the rules.
+"""`ctxview import PATH...`: Claude Code's and Codex's transcripts, and the session files of
+Gemini CLI, OpenCode, pi, Copilot CLI, Cursor and aider, into the store, through the rules.
 
-Files, folders (every `*.jsonl` under them, e.g. `~/.claude/projects`, `~/.codex/sessions`).
+Files, folders (every `*.jsonl` under them, e.g. `~/.claude/projects`, `~/.codex/sessions`, and
+the other agents' files: `importers/find.py`).
 A second import of the same files adds only what was appended since."""
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ _SHOW_PROBLEMS = 50
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="transcript files or folders (e.g. ~/.claude/projects)")  # fmt: skip
+                        help="transcript files or folders (e.g. ~/.claude/projects, "
+                             "~/.pi/agent/sessions, ~/.local/share/opencode)")  # fmt: skip
     parser.add_argument("--progress", action="store_true",
                         help="show the progress bar even when stderr is not a terminal")  # fmt: skip
 
@@ -40,7 +43,10 @@ async def _run(args: argparse.Namespace) -> int:
             raise CliError(f"There is no file or folder {p}.")
     files = given + found
     if not files:
-        raise CliError("No *.jsonl transcripts were found under the paths given.")
+        raise CliError(
+            "No transcripts (*.jsonl, or another agent's session files) were found "
+            "under the paths given."
+        )
     sizes = {f: f.stat().st_size for f in files}
     bar = ProgressBar(len(files), sum(sizes.values()),
                       enabled=args.progress or sys.stderr.isatty())  # fmt: skip

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxview.files.regular import open_regular
+from ctxview.importers import formats
 from ctxview.importers.common import parse_line
 
 CLAUDE = "claude-code"
@@ -50,6 +51,9 @@ def classify(record: Any) -> str | None:
     message = record.get("message")
     if isinstance(message, dict) and "parts" in message and "content" not in message:
         return FOREIGN  # Gemini's message shape (Qwen Code writes it in Claude Code-like records)
+    other = _other_agent(record, kind, message)
+    if other is not None:
+        return other
     if isinstance(kind, str):
         if kind in _CODEX_TYPES and "payload" in record:
             return CODEX
@@ -72,10 +76,90 @@ def classify(record: Any) -> str | None:
     return None
 
 
-def detect(path: Path) -> str | None:
-    """`claude-code`, `codex`, or None for an empty file (nothing to decide yet).
+# pi's entry types (FORMATS.md 6) and its message roles.
+_PI_TYPES = frozenset({"session", "message", "model_change", "thinking_level_change",
+                       "compaction", "session_info", "custom", "custom_message", "label",
+                       "branch_summary"})  # fmt: skip
+_PI_ROLES = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom",
+                       "branchSummary", "compactionSummary"})  # fmt: skip
+# Copilot CLI's event families (FORMATS.md 7): `session.start`, `tool.execution_complete`, ...
+_COPILOT_FAMILIES = ("session.", "user.", "assistant.", "tool.", "system.", "subagent.", "hook.",
+                     "skill.", "abort")  # fmt: skip
+_GEMINI_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 
-    Raises NotTranscript when the first lines that parse say neither format."""
+
+def _other_agent(record: dict[str, Any], kind: Any, message: Any) -> str | None:
+    """The format of a record of Gemini CLI, pi, Copilot CLI or Cursor, else None."""
+    if "sessionId" in record and "projectHash" in record:
+        # Gemini's header: the JSONL file's first line, or the whole JSON document in one line.
+        return formats.GEMINI_JSON if isinstance(record.get("messages"), list) else formats.GEMINI
+    if "uuid" in record or "payload" in record:
+        return None  # Claude Code's, Codex's (or Qwen's, refused above)
+    if isinstance(kind, str):
+        if kind == "session" and "cwd" in record and "id" in record:
+            return formats.PI
+        if kind in _PI_TYPES and "timestamp" in record and kind != "message":
+            return formats.PI if kind != "session" else None
+        if kind == "message" and isinstance(message, dict) and message.get("role") in _PI_ROLES:
+            return formats.PI
+        if kind.startswith(_COPILOT_FAMILIES) and isinstance(record.get("data"), dict):
+            return formats.COPILOT
+        if kind in ("gemini", "info", "error", "warning") and "id" in record and \
+                "content" in record:  # fmt: skip
+            return formats.GEMINI
+        return None
+    if "$set" in record or "$rewindTo" in record:
+        return formats.GEMINI
+    if record.get("role") in ("user", "assistant") and isinstance(message, dict) and \
+            "content" in message:  # fmt: skip
+        return formats.CURSOR
+    return None
+
+
+_SQLITE = b"SQLite format 3\x00"
+_AIDER = b"# aider chat started at "
+# A JSON document (Gemini CLI's chat) is parsed whole to be told apart; past this size it is not.
+_DOCUMENT_BYTES = 512 << 20
+
+
+def _document(path: Path) -> str | None:
+    """The format of a file that is not JSON lines: OpenCode's database, Gemini CLI's JSON
+    document, aider's chat history; None when it is none of them (then read as JSON lines)."""
+    from ctxview.importers.documents import gemini_document, opencode_storage_root
+    from ctxview.store import foreign_opencode
+
+    if path.is_dir():
+        if opencode_storage_root(path) is not None:
+            return formats.OPENCODE_STORAGE
+        raise NotTranscript(f"{path} is a folder, not a transcript.")
+    with open_regular(path) as f:
+        head = f.read(64 << 10)
+    if head.startswith(_SQLITE):
+        if foreign_opencode.is_opencode(path):
+            return formats.OPENCODE
+        raise NotTranscript(
+            f"{path} is a SQLite database but not OpenCode's (no session, message and part "
+            "tables; the older Go OpenCode, now Crush, is not read)."
+        )
+    first = head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0]
+    if not first.lstrip().startswith((b"{", b"[")) and (
+            first.startswith(_AIDER) or b"\n" + _AIDER in head):  # fmt: skip
+        return formats.AIDER  # its header at the start, or after a mode line and a slice
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(b"{") and b"\n" in head and not head.split(b"\n", 1)[0].rstrip().endswith(
+            b"}") and gemini_document(path, _DOCUMENT_BYTES) is not None:  # fmt: skip
+        return formats.GEMINI_JSON  # pretty-printed: its first line is not a record
+    return None
+
+
+def detect(path: Path) -> str | None:
+    """`claude-code`, `codex`, another agent's format (`formats.py`), or None for an empty file
+    (nothing to decide yet).
+
+    Raises NotTranscript when the first lines that parse say none of them."""
+    document = _document(path)
+    if document is not None:
+        return document
     seen_json = False
     with open_regular(path) as f:  # a FIFO or a device is refused, never waited on
         for _ in range(_PEEK_LINES):
@@ -101,6 +185,7 @@ def detect(path: Path) -> str | None:
         return None
     what = "JSON lines" if seen_json else "text"
     raise NotTranscript(
-        f"{path} is neither a Claude Code nor a Codex transcript (its first lines are {what} "
-        "of neither format)."
+        f"{path} is neither a Claude Code nor a Codex transcript, nor a session file of Gemini "
+        f"CLI, OpenCode, pi, Copilot CLI, Cursor or aider (its first lines are {what} of none "
+        "of these formats)."
     )

@@ -22,14 +22,33 @@ def _order(path: Path) -> tuple[int, str]:
     return (1 if path.name.startswith("agent-") else 0, str(path))
 
 
+def _other_agents(folder: Path) -> list[Path]:
+    """The session files of the other agents under `folder` that are not `*.jsonl`: Gemini CLI's
+    `chats/*.json`, OpenCode's `opencode.db` and storage/ folder, aider's history."""
+    from ctxview.importers.documents import opencode_storage_root
+
+    out = [f for f in folder.rglob("*.json") if f.parent.name == "chats" and f.is_file()]
+    out += [f for f in folder.rglob("opencode.db") if f.is_file()]
+    out += [f for f in folder.rglob(".aider.chat.history.md") if f.is_file()]
+    out += [d for d in folder.rglob("storage") if d.is_dir() and opencode_storage_root(d)]
+    return sorted(out)
+
+
 def transcripts(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
-    """(files named on the command line, files found in the folders named): every `*.jsonl`."""
+    """(files named on the command line, files found in the folders named): every `*.jsonl`, and
+    the other agents' session files (`_other_agents`). An OpenCode storage/ folder named is
+    itself a source."""
+    from ctxview.importers.documents import opencode_storage_root
+
     given: list[Path] = []
     found: list[Path] = []
     for p in paths:
         p = p.expanduser()
-        if p.is_dir():
+        if p.is_dir() and opencode_storage_root(p) == p:
+            found.append(p)
+        elif p.is_dir():
             found.extend(sorted((f for f in p.rglob("*.jsonl") if f.is_file()), key=_order))
+            found.extend(_other_agents(p))
         else:
             given.append(p)
     return given, found

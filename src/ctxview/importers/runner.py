@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from ctxview.agents.live import HookPending, next_rid
 from ctxview.engine.session import Session
 from ctxview.files.regular import read_regular
-from ctxview.importers import claude_code, codex
+from ctxview.importers import claude_code, codex, formats
 from ctxview.importers.common import BadRecord, TooDeep, parse_line, parse_record, when
 from ctxview.importers.detect import CLAUDE, CODEX, EXPORT, NotTranscript, detect
 from ctxview.importers.file_report import FileReport, Problem
@@ -102,7 +102,9 @@ def identify(path: Path, fmt: str) -> SourceIds:
     still growing may tell its cwd or its start later, and then says the same as a whole one."""
     found: dict[str, Any] | None = None
     cwd: str | None = None
-    pick = claude_code.source_ids if fmt == CLAUDE else codex.source_ids
+    other = formats.line_format(fmt)  # another agent's (importers/formats.py)
+    pick = other.source_ids if other else claude_code.source_ids if fmt == CLAUDE else \
+        codex.source_ids  # fmt: skip
     final = False
     for n, line in enumerate(lines_from(path, 0, 0)):
         if n >= _IDENTIFY_LINES:
@@ -135,6 +137,8 @@ def identify(path: Path, fmt: str) -> SourceIds:
 
 
 def session_id(fmt: str, ids: SourceIds) -> str:
+    if fmt in formats.PREFIX:
+        return f"{formats.PREFIX[fmt]}-{ids.session}"
     if fmt == CODEX:
         return f"cx-{ids.session}"
     return f"cc-{ids.agent}" if ids.agent else f"cc-{ids.session}"
@@ -180,10 +184,16 @@ class FileImporter:
         self._main_id: str | None = None  # the file's session, once known
 
     async def step(self, *, live: bool = False, progress: Progress | None = None) -> FileReport:
-        if self.hub is None and detect(self.path) == EXPORT:  # ctxview's own export: its importer
+        fmt = detect(self.path) if self.hub is None else None
+        if fmt == EXPORT:  # ctxview's own export: its importer
             from ctxview.importers.ctxview_json import import_export
 
             return await import_export(self.writer, self.path)
+        if fmt in formats.DOCUMENTS:  # read whole at each step (importers/documents.py)
+            from ctxview.importers.documents import import_document
+
+            return await import_document(self.writer, self.path, fmt, live=live,
+                                         progress=progress)  # fmt: skip
         report = FileReport(str(self.path))
         quiet_before = dict(getattr(self.parser, "quiet", {}))
         more = True
@@ -351,6 +361,9 @@ class FileImporter:
 
     def _parser(self, state: dict[str, Any]) -> Parser:
         assert self.hub is not None
+        other = formats.line_format(self.format or "")
+        if other is not None:
+            return other.parser(self.hub, state)
         if self.format == CODEX:
             return codex.CodexParser(self.hub, state, legacy=self._legacy)
         return claude_code.ClaudeParser(self.hub, state, agent_file=self._agent is not None)
@@ -495,7 +508,7 @@ async def check_file(writer: Writer, path: Path | str) -> None:
     hooked session's transcript (`HookedElsewhere`). A file still empty passes."""
     importer = FileImporter(writer, path)
     fmt = detect(importer.path)
-    if fmt in (CLAUDE, CODEX):
+    if fmt in (CLAUDE, CODEX) or formats.line_format(fmt or "") is not None:
         await importer._info(session_id(fmt, identify(importer.path, fmt)))
 
 

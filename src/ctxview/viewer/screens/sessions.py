@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Header, Input, Static
 
+from ctxview.importers.formats import agent_source
 from ctxview.store.records import SessionRow
 from ctxview.viewer.messages import OpenSession, StoreChanged
 from ctxview.viewer.screens.teardown import CtxviewScreen
@@ -165,9 +166,16 @@ def ordered(sessions: list[SessionRow], sort: str = "newest",
 
 
 def matches(s: SessionRow, words: list[str]) -> bool:
-    """Every word of the filter is in the title, the workspace or the source."""
+    """Every word of the filter is in the title, the workspace or the source; a word
+    `agent:NAME` keeps the sessions of that agent only (`agent:pi`, `agent:gemini`)."""
     hay = f"{s.title}\n{s.workspace}\n{short_path(s.workspace, 1000)}\n{s.source}".lower()
-    return all(w in hay for w in words)
+    for w in words:
+        if w.startswith("agent:") and len(w) > 6:
+            if s.source != (agent_source(w[6:]) or w[6:]):
+                return False
+        elif w not in hay:
+            return False
+    return True
 
 
 GROUP = "\x00group:"  # the key prefix of a group's heading row
@@ -318,7 +326,7 @@ class SessionsScreen(CtxviewScreen[None]):
     def compose(self) -> ComposeResult:
         # The header's default icon (U+2B58) is in no font a browser has here: a box.
         yield Header(icon="≡")
-        yield FilterInput(placeholder="filter: words of the title, workspace or source",
+        yield FilterInput(placeholder="filter: words of the title, workspace or source; agent:pi",
                           id="sessions-filter", compact=True)  # fmt: skip
         yield Static(EMPTY, id="sessions-empty", markup=False)
         yield SessionTable(cursor_type="row", zebra_stripes=True, id="sessions")

@@ -1,0 +1,186 @@
+"""GitHub Copilot CLI `events.jsonl` (`~/.copilot/session-state/<sessionId>/events.jsonl`,
+FORMATS.md 7) into a ctxview session `cp-<sessionId>`. Import only: Copilot's hooks see a
+result but cannot replace it, so the rules here are a replay, not what the model saw.
+
+File order is the order. `user.message` is the prompt (its `content`, what the person typed;
+Copilot sends `transformedContent`, with the date and reminders added); `assistant.message` a
+model response (text, reasoning, `toolRequests`, its `outputTokens`: the only usage Copilot
+writes per message); `tool.execution_complete` a result (`result.content` is what the model got).
+A sub-agent's events (`task` calls) carry `agentId`, the task call's id: they go to a child
+session `cp-<agentId>` linked to that call. `session.truncation` (Copilot trimmed the context)
+and `session.compaction_complete` are compactions.
+
+Tools: `view {path, view_range}` is a read (Copilot numbers its lines `N. text`; a folder's
+listing is not lines); `grep`/`rg`, `glob`, are grep and glob; `create {path, file_text}` an
+edit of a new file; `edit`/`str_replace`/`write` change their path; `bash`/`shell`/`powershell`
+are bash; the rest (report_intent, task, ...) is capped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from ctxview.importers.agent_tools import (
+    Edit,
+    How,
+    Other,
+    Search,
+    SimpleParser,
+    numbered,
+    path_arg,
+    put_result,
+)
+from ctxview.importers.agent_tools import Read as ReadHow
+from ctxview.importers.common import block_text, check_time, id_text, need, path_text, when
+from ctxview.importers.replay import Replay
+
+if TYPE_CHECKING:
+    from ctxview.importers.runner import Hub
+
+_SEARCH = {"grep": "grep", "rg": "grep", "glob": "glob"}
+_CHANGES = ("edit", "str_replace", "str_replace_editor", "write", "create", "apply_patch")
+_SHELLS = ("bash", "shell", "powershell")
+_NUMBERED = re.compile(r"^(\d+)\. ?(.*)$")
+_QUIET = frozenset({
+    "session.start", "session.model_change", "system.message", "assistant.turn_start",
+    "assistant.turn_end", "tool.execution_start", "tool.execution_partial_result", "hook.start",
+    "hook.end", "session.usage_checkpoint", "session.auto_mode_resolved", "session.shutdown",
+    "assistant.reasoning", "assistant.intent", "session.compaction_start", "skill.invoked",
+})  # fmt: skip
+
+
+class CopilotParser(SimpleParser):
+    def __init__(self, hub: Hub, state: dict[str, Any]) -> None:
+        self.hub = hub
+        self._pending: dict[str, dict[str, Any]] = state.get("pending", {})
+        self._model: str | None = state.get("model")
+        self.quiet: dict[str, int] = {}
+
+    def state(self) -> dict[str, Any]:
+        return {"pending": self._pending, "model": self._model}
+
+    async def feed(self, rec: Any, lineno: int) -> None:
+        need(rec, dict, "the record")
+        kind = need(rec.get("type"), str, "type")
+        data = need(rec.get("data", {}), dict, "data")
+        check_time(rec.get("timestamp"))
+        ts = when(rec.get("timestamp"), self.hub.last_ts)
+        self.hub.last_ts = ts
+        if kind == "session.model_change":
+            self._model = id_text(data.get("newModel")) or self._model
+        if kind == "subagent.started":
+            call = id_text(data.get("toolCallId"))
+            if call:
+                title = str(data.get("agentDisplayName") or data.get("agentName") or "sub-agent")
+                await self.hub.child(f"cp-{call}", title=title, parent_call=call, started=ts,
+                                     source_ref=call)  # fmt: skip
+            return
+        if kind == "subagent.completed" or kind == "subagent.failed":
+            call = id_text(data.get("toolCallId"))
+            if call:
+                await self.hub.release(f"cp-{call}")
+            return
+        if kind in _QUIET:
+            self.skip(kind)
+            return
+        replay = await self._session_of(rec, data, ts)
+        if kind == "user.message":
+            content = data.get("content")
+            extra = {"attachments": len(data["attachments"])} if isinstance(
+                data.get("attachments"), list) and data["attachments"] else None  # fmt: skip
+            await replay.message("user", content if isinstance(content, str) else "", ts=ts,
+                                 data=extra)  # fmt: skip
+        elif kind == "assistant.message":
+            await self._assistant(replay, data, ts)
+        elif kind == "tool.execution_complete":
+            await self._result(replay, data, ts)
+        elif kind in ("session.truncation", "session.compaction_complete"):
+            summary = data.get("summary") or data.get("summaryContent")
+            info = {k: v for k, v in data.items() if isinstance(v, int | float | str)
+                    and not isinstance(v, bool) and k not in ("summary", "summaryContent")}  # fmt: skip
+            await replay.compact(summary if isinstance(summary, str) else "", ts=ts,
+                                 data={"source": kind, **info})  # fmt: skip
+        elif kind in ("session.info", "session.error", "session.warning", "system.notification",
+                      "abort", "session.resume"):  # fmt: skip
+            text = data.get("message") or data.get("content") or data.get("reason") or kind
+            await replay.message("system", str(text), ts=ts, data={"subtype": kind})
+        else:
+            self.skip(kind)  # Copilot adds event types often; none of them is a message
+
+    async def _session_of(self, rec: dict[str, Any], data: dict[str, Any], ts: float) -> Replay:
+        agent = id_text(rec.get("agentId")) or id_text(data.get("parentToolCallId"))
+        if agent is None:
+            return self.hub.main
+        return await self.hub.child(f"cp-{agent}", title="sub-agent", parent_call=agent,
+                                    started=ts, source_ref=agent)  # fmt: skip
+
+    async def _assistant(self, replay: Replay, data: dict[str, Any], ts: float) -> None:
+        extra: dict[str, Any] = {}
+        model = id_text(data.get("model")) or self._model
+        if model:
+            extra["model"] = model
+        if isinstance(data.get("reasoningText"), str) and data["reasoningText"]:
+            extra["thinking"] = data["reasoningText"]
+        out = data.get("outputTokens")
+        if isinstance(out, int) and not isinstance(out, bool) and out > 0:
+            extra["usage"] = {"input_tokens": 0, "output_tokens": out, "cache_read_tokens": 0,
+                              "cache_write_tokens": 0}  # fmt: skip
+        for req in data.get("toolRequests") or []:
+            if not isinstance(req, dict) or not id_text(req.get("toolCallId")):
+                continue
+            args = req.get("arguments")
+            if isinstance(args, str):
+                try:
+                    args = json.loads(args)
+                except (ValueError, RecursionError):
+                    args = {"arguments": args}
+            self._pending[req["toolCallId"]] = {
+                "name": str(req.get("name") or "tool"),
+                "input": args if isinstance(args, dict) else {"arguments": args}}  # fmt: skip
+        content = data.get("content")
+        await replay.message("assistant", content if isinstance(content, str) else "", ts=ts,
+                             data=extra)  # fmt: skip
+
+    async def _result(self, replay: Replay, data: dict[str, Any], ts: float) -> None:
+        call_id = need(data.get("toolCallId"), str, "toolCallId")
+        call = self._pending.pop(call_id, None) or {"name": "unknown", "input": {}}
+        result = data.get("result")
+        content = result.get("content") if isinstance(result, dict) else result
+        if content is None and isinstance(data.get("error"), dict | str):
+            content = data["error"].get("message") if isinstance(data["error"], dict) else \
+                data["error"]  # fmt: skip
+        text = content if isinstance(content, str) else block_text(content)
+        how = _how(call["name"], call["input"], text, data.get("success") is not False)
+        await put_result(replay, how, call["input"], text, call_ref=call_id, seen=len(text),
+                         ts=ts)  # fmt: skip
+
+
+def _how(name: str, args: dict[str, Any], text: str, ok: bool) -> How:
+    path = path_arg(args, "path", "file_path")
+    if ok:
+        if name == "view" and path:
+            found = numbered(text, _NUMBERED)
+            if found is not None:
+                return ReadHow(path, found[0], found[1], None)
+        if name in _SEARCH:
+            return Search(_SEARCH[name])
+        if name == "create" and path and isinstance(args.get("file_text"), str):
+            return Edit(path, None, args["file_text"])
+    changes = (path,) if name in _CHANGES and path and ok else ()
+    return Other("bash" if name in _SHELLS else name, changes)
+
+
+def source_ids(rec: Any) -> dict[str, Any] | None:
+    """The session id, cwd and start of `session.start` (or `session.resume`)."""
+    if not isinstance(rec, dict) or rec.get("type") not in ("session.start", "session.resume"):
+        return None
+    data = rec.get("data")
+    if not isinstance(data, dict) or not id_text(data.get("sessionId")):
+        return None
+    ctx = data.get("context")
+    cwd = path_text(ctx.get("cwd")) if isinstance(ctx, dict) else None
+    return {"session": data["sessionId"], "cwd": cwd,
+            "ts": data.get("startTime") or rec.get("timestamp"),
+            "version": data.get("copilotVersion")}  # fmt: skip

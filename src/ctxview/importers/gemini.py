@@ -1,0 +1,229 @@
+"""Gemini CLI chat files (FORMATS.md 5) into a ctxview session `gm-<sessionId>`: the JSON
+document of `~/.gemini/tmp/<project hash>/chats/session-*.json` (read whole by
+importers/documents.py, which feeds its messages here) and the newer JSONL file (a header line,
+one message per line, `{"$set": ...}` patches; a message is written again when its tool calls
+finish: the last copy wins, each call is replayed once, when it has its result).
+
+A `gemini` message is the model's turn: its text, its thoughts (summaries), its tokens (`cached`
+is inside `input`, normalised to Claude's additive counting) and its tool calls, whose results
+are inline. `info`, `error` and `warning` messages are the CLI's notices.
+
+Tools: `read_file {file_path|absolute_path, offset (0-based), limit}` is a read (Gemini's note
+"Showing lines a-b of T total lines" gives the file's length; an output Gemini masked in the
+saved file is not lines); `grep_search`/`search_file_content`, `glob`, `list_directory` are
+grep, glob and list; `replace`/`write_file`/`edit` with the old and new content in
+`resultDisplay` are edits (the diff); `run_shell_command` is bash; the rest is capped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from ctxview.importers.agent_tools import (
+    Edit,
+    How,
+    Other,
+    Read,
+    Search,
+    SimpleParser,
+    path_arg,
+    positive,
+    put_result,
+    text_lines,
+)
+from ctxview.importers.common import (
+    BadRecord,
+    check_ids,
+    check_time,
+    id_text,
+    need,
+    when,
+)
+
+if TYPE_CHECKING:
+    from ctxview.importers.runner import Hub
+
+_SEARCH = {"grep_search": "grep", "search_file_content": "grep", "grep": "grep", "glob": "glob",
+           "list_directory": "list", "ls": "list"}  # fmt: skip
+_EDITS = ("replace", "write_file", "edit", "smart_edit")
+_SHELL = ("run_shell_command", "shell")
+_NOTICES = ("info", "error", "warning")
+_STATUS = re.compile(r"Showing lines (\d+)-(\d+) of (\d+) total lines")
+_CONTENT = "--- FILE CONTENT (truncated) ---\n"
+_KEEP = 512  # message ids remembered (a message is written again only while its turn runs)
+
+
+class GeminiParser(SimpleParser):
+    def __init__(self, hub: Hub, state: dict[str, Any]) -> None:
+        self.hub = hub
+        # message id -> the call ids of it already replayed (None: its text is stored)
+        self._msgs: OrderedDict[str, list[str]] = OrderedDict(state.get("msgs", []))
+        self.quiet: dict[str, int] = {}
+
+    def state(self) -> dict[str, Any]:
+        return {"msgs": list(self._msgs.items())}
+
+    async def feed(self, rec: Any, lineno: int) -> None:
+        need(rec, dict, "the record")
+        if "$set" in rec or "$rewindTo" in rec:
+            if "$rewindTo" in rec:
+                await self.hub.main.message("system", f"Rewound to message {rec['$rewindTo']}.",
+                                            ts=self.hub.last_ts, data={"subtype": "rewind"})  # fmt: skip
+            else:
+                self.skip("$set")
+            return
+        if "projectHash" in rec and "type" not in rec:
+            self.skip("header")
+            return
+        kind = need(rec.get("type"), str, "type")
+        check_ids(rec, ("id",), ())
+        check_time(rec.get("timestamp"))
+        ts = when(rec.get("timestamp"), self.hub.last_ts)
+        self.hub.last_ts = ts
+        main = self.hub.main
+        mid = id_text(rec.get("id"))
+        again = mid is not None and mid in self._msgs
+        if kind == "user":
+            if not again:
+                await main.message("user", _text(rec.get("content")), ts=ts)
+        elif kind == "gemini":
+            if not again:
+                await main.message("assistant", _text(rec.get("content")), ts=ts,
+                                   data=_turn_data(rec))  # fmt: skip
+            done = self._msgs.get(mid, []) if mid else []
+            calls = rec.get("toolCalls")
+            for call in need(calls, list, "toolCalls") if calls is not None else []:
+                need(call, dict, "a tool call")
+                cid = need(call.get("id"), str, "toolCall.id")
+                if cid in done or call.get("status") not in ("success", "error", "cancelled"):
+                    continue  # replayed already, or not finished (its next copy will be)
+                await self._call(call, ts)
+                done.append(cid)
+            if mid:
+                self._msgs[mid] = done
+        elif kind in _NOTICES:
+            if not again:
+                await main.message("system", _text(rec.get("content")), ts=ts,
+                                   data={"subtype": kind})  # fmt: skip
+        else:
+            raise BadRecord(f"unknown message type {kind!r}")
+        if mid and mid not in self._msgs:
+            self._msgs[mid] = []
+        if mid:
+            self._msgs.move_to_end(mid)
+            while len(self._msgs) > _KEEP:
+                self._msgs.popitem(last=False)
+
+    async def _call(self, call: dict[str, Any], fallback: float) -> None:
+        name = str(call.get("name") or "tool")
+        args = call.get("args")
+        args = args if isinstance(args, dict) else {"args": args}
+        text = _result_text(call.get("result"))
+        ts = when(call.get("timestamp"), fallback)
+        how = _how(name, args, text, call.get("resultDisplay"), call.get("status") == "success")
+        await put_result(self.hub.main, how, args, text, call_ref=call["id"], seen=len(text),
+                         ts=ts)  # fmt: skip
+
+
+def _text(content: Any) -> str:
+    """A message's content: a string, or Gemini's Part list (`[{text}]`)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                out.append(part["text"])
+            elif isinstance(part, dict):
+                out.append(f"[{next(iter(part), 'part')}]")
+            else:
+                out.append(str(part))
+        return "\n".join(out)
+    return "" if content is None else str(content)
+
+
+def _turn_data(rec: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if isinstance(rec.get("model"), str):
+        data["model"] = rec["model"]
+    thoughts = rec.get("thoughts")
+    if isinstance(thoughts, list) and thoughts:
+        data["thinking"] = "\n\n".join(
+            f"{t.get('subject', '')}: {t.get('description', '')}".strip(": ")
+            for t in thoughts if isinstance(t, dict))  # fmt: skip
+    tokens = rec.get("tokens")
+    if isinstance(tokens, dict):
+
+        def n(key: str) -> int:
+            v = tokens.get(key)
+            return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+        usage = {"input_tokens": max(0, n("input") - n("cached")),
+                 "output_tokens": n("output") + n("thoughts"),
+                 "cache_read_tokens": n("cached"), "cache_write_tokens": 0}  # fmt: skip
+        if any(usage.values()):
+            data["usage"] = usage
+    return data
+
+
+def _result_text(result: Any) -> str:
+    """What the model got: each functionResponse's output (or error), else the JSON."""
+    if not isinstance(result, list):
+        return "" if result is None else (result if isinstance(result, str) else json.dumps(result))
+    out = []
+    for part in result:
+        fr = part.get("functionResponse") if isinstance(part, dict) else None
+        resp = fr.get("response") if isinstance(fr, dict) else None
+        if isinstance(resp, dict) and isinstance(resp.get("output"), str):
+            out.append(resp["output"])
+        elif isinstance(resp, dict) and isinstance(resp.get("error"), str):
+            out.append(resp["error"])
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            out.append(part["text"])
+        else:
+            out.append(json.dumps(part, ensure_ascii=False))
+    return "\n".join(out)
+
+
+def _how(name: str, args: dict[str, Any], text: str, display: Any, ok: bool) -> How:
+    path = path_arg(args, "file_path", "absolute_path", "path")
+    if ok:
+        if name == "read_file" and path:
+            read = _read(path, args, text)
+            if read is not None:
+                return read
+        if name in _SEARCH:
+            return Search(_SEARCH[name])
+        if name in _EDITS and isinstance(display, dict) and isinstance(display.get("newContent"),
+                                                                         str):  # fmt: skip
+            old = display.get("originalContent")
+            target = path_arg(display, "filePath") or path
+            if target and (isinstance(old, str) or display.get("isNewFile") or old is None):
+                return Edit(target, old if isinstance(old, str) else None, display["newContent"])
+    changes = (path,) if name in _EDITS and path and ok else ()
+    return Other("bash" if name in _SHELL else name, changes)
+
+
+def _read(path: str, args: dict[str, Any], text: str) -> Read | None:
+    if text.startswith("<tool_output_masked>"):
+        return None  # Gemini replaced the output in the saved file: the lines are not there
+    m = _STATUS.search(text[:2000])
+    if m and _CONTENT in text:
+        body = text.split(_CONTENT, 1)[1]
+        return Read(path, int(m.group(1)), text_lines(body), int(m.group(3)))
+    offset = args.get("offset")
+    first = (offset + 1) if isinstance(offset, int) and not isinstance(offset, bool) and \
+        offset >= 0 else 1  # fmt: skip
+    lines = text_lines(text)
+    total = first + len(lines) - 1 if positive(args.get("limit")) is None else None
+    return Read(path, first, lines, total)
+
+
+def source_ids(rec: Any) -> dict[str, Any] | None:
+    """The session id and start the JSONL file's header gives."""
+    if not isinstance(rec, dict) or not id_text(rec.get("sessionId")) or "projectHash" not in rec:
+        return None
+    return {"session": rec["sessionId"], "cwd": None, "ts": rec.get("startTime")}
