@@ -9,7 +9,7 @@ import json
 import time
 
 from ctxview.commands.common import open_reader
-from ctxview.importers.formats import AGENT_NAMES, agent_source
+from ctxview.report.agents import AGENT_NAMES, agent_source
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ from ctxview.importers.agent_tools import Other, SimpleParser, put_result
 from ctxview.importers.common import BadRecord, need
 
 if TYPE_CHECKING:
-    from ctxview.importers.runner import Hub
+    from ctxview.importers.hub import Hub
 
 _APPLIED = re.compile(r"^Applied edit to (.+?)\s*$", re.M)
 _RUN = re.compile(r"^/(run|test)\s+(.+)$", re.S)

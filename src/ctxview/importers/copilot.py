@@ -37,7 +37,7 @@ from ctxview.importers.common import block_text, check_time, id_text, need, path
 from ctxview.importers.replay import Replay
 
 if TYPE_CHECKING:
-    from ctxview.importers.runner import Hub
+    from ctxview.importers.hub import Hub
 
 _SEARCH = {"grep": "grep", "rg": "grep", "glob": "glob"}
 _CHANGES = ("edit", "str_replace", "str_replace_editor", "write", "create", "apply_patch")

@@ -34,9 +34,10 @@ from ctxview.importers.agent_tools import (
 )
 from ctxview.importers.common import block_text, id_text, need
 from ctxview.importers.replay import numbered_lines
+from ctxview.importers.source_ids import named_by_file, session_id
 
 if TYPE_CHECKING:
-    from ctxview.importers.runner import Hub
+    from ctxview.importers.hub import Hub
 
 _SEARCH = {"grep": "grep", "grep_search": "grep", "codebase_search": "grep", "glob": "glob",
            "glob_file_search": "glob", "ls": "list", "list_dir": "list"}  # fmt: skip
@@ -122,9 +123,7 @@ class CursorParser(SimpleParser):
         parent = next((f for f in files if f.stem == folder.name), files[0] if files else None)
         if parent is None:
             return
-        from ctxview.importers.runner import _named_by_file, session_id
-
-        pid = session_id("cursor", _named_by_file(parent))
+        pid = session_id("cursor", named_by_file(parent))
         info = await self.hub.writer.session_info(pid)
         if info is None:
             return
@@ -165,4 +164,4 @@ def _how(name: str, args: dict[str, Any], text: str, error: bool) -> How:
 
 
 def source_ids(rec: Any) -> dict[str, Any] | None:
-    return None  # no line names its session: the file's name does (runner._named_by_file)
+    return None  # no line names its session: the file's name does (source_ids.named_by_file)

@@ -125,7 +125,7 @@ _DOCUMENT_BYTES = 512 << 20
 def _document(path: Path) -> str | None:
     """The format of a file that is not JSON lines: OpenCode's database, Gemini CLI's JSON
     document, aider's chat history; None when it is none of them (then read as JSON lines)."""
-    from ctxview.importers.documents import gemini_document, opencode_storage_root
+    from ctxview.importers.document_probe import gemini_document, opencode_storage_root
     from ctxview.store import foreign_opencode
 
     if path.is_dir():

@@ -28,6 +28,7 @@ from ctxview.files.regular import FileTooLarge, read_regular
 from ctxview.importers import formats
 from ctxview.importers.common import BadRecord, id_text, path_text, valid_unicode, when
 from ctxview.importers.detect import NotTranscript
+from ctxview.importers.document_probe import gemini_document, opencode_storage_root
 from ctxview.importers.replay import Replay
 from ctxview.store import Writer
 
@@ -56,20 +57,6 @@ class DocParser(Protocol):
 
 
 # Gemini CLI
-
-
-def gemini_document(path: Path, limit: int = _DOCUMENT_BYTES) -> dict[str, Any] | None:
-    """Gemini CLI's chat document at `path`, or None when the file is not one (or not whole
-    yet: Gemini rewrites it in place)."""
-    try:
-        doc = orjson.loads(read_regular(path, limit))
-    except (orjson.JSONDecodeError, FileTooLarge, OSError, RecursionError):
-        return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-        return None
-    if not (isinstance(doc.get("sessionId"), str) and ("projectHash" in doc or "startTime" in doc)):
-        return None
-    return doc
 
 
 def _gemini_cwd(path: Path, doc: dict[str, Any]) -> str:
@@ -114,14 +101,6 @@ def _gemini_open(msg: dict[str, Any]) -> bool:
 
 
 # OpenCode
-
-
-def opencode_storage_root(path: Path) -> Path | None:
-    """The storage/ folder of OpenCode's JSON files at or just under `path`, or None."""
-    for root in (path, path / "storage"):
-        if (root / "session").is_dir() and (root / "message").is_dir():
-            return root
-    return None
 
 
 def _json_file(path: Path) -> Any:
@@ -287,7 +266,7 @@ def _parser(fmt: str, hub: Any, state: dict[str, Any]) -> DocParser:
 async def import_document(writer: Writer, path: Path, fmt: str, *, live: bool = False,
                           progress: Any = None) -> Any:  # fmt: skip
     """Import what is new in every session of the source at `path`; the runner's FileReport."""
-    from ctxview.importers.runner import FileReport
+    from ctxview.importers.file_report import FileReport
 
     report = FileReport(str(path), format=fmt)
     docs = _reader(fmt)(path, live)
@@ -324,7 +303,8 @@ async def _sid(writer: Writer, sid: str, path: Path) -> str:
 
 async def _one(writer: Writer, path: Path, fmt: str, doc: DocSession, sid: str,
                sids: dict[str, str], live: bool, report: Any) -> None:  # fmt: skip
-    from ctxview.importers.runner import Hub, Problem, _resume
+    from ctxview.importers.file_report import Problem
+    from ctxview.importers.hub import Hub, resume
 
     agent = formats.AGENT_OF[fmt]
     info = await writer.session_info(sid)
@@ -352,7 +332,7 @@ async def _one(writer: Writer, path: Path, fmt: str, doc: DocSession, sid: str,
         main = Replay(session, doc.cwd, data)
         state: dict[str, Any] = {}
     else:
-        main = await _resume(writer, sid, doc.cwd)
+        main = await resume(writer, sid, doc.cwd)
         state = main.data.get("import", {})
     done = int(state.get("done", 0))
     upto = doc.final if live else len(doc.units)

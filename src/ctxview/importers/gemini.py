@@ -44,7 +44,7 @@ from ctxview.importers.common import (
 )
 
 if TYPE_CHECKING:
-    from ctxview.importers.runner import Hub
+    from ctxview.importers.hub import Hub
 
 _SEARCH = {"grep_search": "grep", "search_file_content": "grep", "grep": "grep", "glob": "glob",
            "list_directory": "list", "ls": "list"}  # fmt: skip

@@ -34,7 +34,7 @@ from ctxview.importers.agent_tools import (
 from ctxview.importers.common import BadRecord, id_text, need, when
 
 if TYPE_CHECKING:
-    from ctxview.importers.runner import Hub
+    from ctxview.importers.hub import Hub
 
 _SEARCH = {"grep": "grep", "glob": "glob", "list": "list", "ls": "list"}
 _EDITS = ("edit", "write", "patch", "multiedit", "apply_patch")

@@ -44,7 +44,7 @@ from ctxview.importers.common import (
 )
 
 if TYPE_CHECKING:
-    from ctxview.importers.runner import Hub
+    from ctxview.importers.hub import Hub
 
 _SEARCH = {"grep": "grep", "find": "glob", "ls": "list"}
 _CHANGES = ("edit", "write")

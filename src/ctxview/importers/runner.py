@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,6 +32,7 @@ from ctxview.importers.file_report import FileReport, Problem
 from ctxview.importers.hub import HeldCalls, Hub, resume
 from ctxview.importers.replay import Replay
 from ctxview.importers.source import Identity, head_hash, identity, lines_from
+from ctxview.importers.source_ids import SourceIds, named_by_file, session_id
 from ctxview.store import Writer
 
 __all__ = ["FileImporter", "FileReport", "HookedElsewhere", "Problem", "check_file",
@@ -67,42 +69,13 @@ class Parser(Protocol):
     def state(self) -> dict[str, Any]: ...
 
 
-@dataclass
-class SourceIds:
-    session: str
-    agent: str | None = None
-    cwd: str = ""
-    started: float | None = None  # None: no line read so far gives a time
-    legacy: bool = False
-    final: bool = True  # False: the file is too short yet to be sure (it may grow)
-
-    unnamed: bool = False  # no line read so far says whose session it is (named by the file)
-
-    def title(self, fmt: str) -> str:
-        return Path(self.cwd).name or f"{fmt} {self.session[:8]}"
-
-    def provisional(self) -> dict[str, Any]:
-        """What to look at again as the file grows ({} when nothing can change any more)."""
-        if self.final:
-            return {}
-        return {"session": self.session, "cwd": self.cwd, "started": self.started,
-                "unnamed": self.unnamed}  # fmt: skip
-
-
-def _named_by_file(path: Path, final: bool = True) -> SourceIds:
-    stem = path.stem
-    return SourceIds(stem[6:] if stem.startswith("agent-") else stem,
-                     agent=stem[6:] if stem.startswith("agent-") else None,
-                     final=final, unnamed=True)  # fmt: skip
-
-
 def identify(path: Path, fmt: str) -> SourceIds:
     """The source session a file holds, from its first lines (never the whole file). `final`
     is False while the file is shorter than those lines and lacks what they are read for: a file
     still growing may tell its cwd or its start later, and then says the same as a whole one."""
     found: dict[str, Any] | None = None
     cwd: str | None = None
-    other = formats.line_format(fmt)  # another agent's (importers/formats.py)
+    other = line_format(fmt)  # another agent's (importers/formats.py)
     pick = other.source_ids if other else claude_code.source_ids if fmt == CLAUDE else \
         codex.source_ids  # fmt: skip
     final = False
@@ -126,7 +99,7 @@ def identify(path: Path, fmt: str) -> SourceIds:
             final = True
             break
     if found is None:
-        return _named_by_file(path, final)
+        return named_by_file(path, final)
     cwd = cwd or found.get("cwd") or ""
     if cwd and not cwd.startswith("/"):
         cwd = "/" + cwd  # an anonymised or foreign (Windows) path: never resolved against ours
@@ -136,12 +109,32 @@ def identify(path: Path, fmt: str) -> SourceIds:
                      legacy=bool(found.get("legacy")), final=final)  # fmt: skip
 
 
-def session_id(fmt: str, ids: SourceIds) -> str:
-    if fmt in formats.PREFIX:
-        return f"{formats.PREFIX[fmt]}-{ids.session}"
-    if fmt == CODEX:
-        return f"cx-{ids.session}"
-    return f"cc-{ids.agent}" if ids.agent else f"cc-{ids.session}"
+@dataclass(frozen=True)
+class LineFormat:
+    source_ids: Callable[[Any], dict[str, Any] | None]
+    parser: Callable[[Hub, dict[str, Any]], Parser]
+
+
+def line_format(fmt: str) -> LineFormat | None:
+    """The parser of a line format (None for Claude Code's, Codex's and the document formats).
+    Imported here, when first asked for: most imports are of Claude Code's or Codex's."""
+    if fmt == formats.PI:
+        from ctxview.importers import pi
+
+        return LineFormat(pi.source_ids, pi.PiParser)
+    if fmt == formats.COPILOT:
+        from ctxview.importers import copilot
+
+        return LineFormat(copilot.source_ids, copilot.CopilotParser)
+    if fmt == formats.CURSOR:
+        from ctxview.importers import cursor
+
+        return LineFormat(cursor.source_ids, cursor.CursorParser)
+    if fmt == formats.GEMINI:
+        from ctxview.importers import gemini
+
+        return LineFormat(gemini.source_ids, gemini.GeminiParser)
+    return None
 
 
 class FileImporter:
@@ -361,7 +354,7 @@ class FileImporter:
 
     def _parser(self, state: dict[str, Any]) -> Parser:
         assert self.hub is not None
-        other = formats.line_format(self.format or "")
+        other = line_format(self.format or "")
         if other is not None:
             return other.parser(self.hub, state)
         if self.format == CODEX:
@@ -377,7 +370,7 @@ class FileImporter:
         if info is None and not ids.unnamed:
             # Imported before under the file's name, while no line said whose session it is:
             # that session is this one (and is renamed by `_identify_again`).
-            named, found = await self._info(session_id(fmt, _named_by_file(self.path)))
+            named, found = await self._info(session_id(fmt, named_by_file(self.path)))
             if found is not None and json.loads(found["data"] or "{}").get("import", {}).get(
                     "ids", {}).get("unnamed"):  # fmt: skip
                 sid, info = named, found
@@ -508,7 +501,7 @@ async def check_file(writer: Writer, path: Path | str) -> None:
     hooked session's transcript (`HookedElsewhere`). A file still empty passes."""
     importer = FileImporter(writer, path)
     fmt = detect(importer.path)
-    if fmt in (CLAUDE, CODEX) or formats.line_format(fmt or "") is not None:
+    if fmt in (CLAUDE, CODEX) or line_format(fmt or "") is not None:
         await importer._info(session_id(fmt, identify(importer.path, fmt)))
 
 

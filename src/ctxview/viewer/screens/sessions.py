@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Header, Input, Static
 
-from ctxview.importers.formats import agent_source
+from ctxview.report.agents import agent_source
 from ctxview.store.records import SessionRow
 from ctxview.viewer.messages import OpenSession, StoreChanged
 from ctxview.viewer.screens.teardown import CtxviewScreen
