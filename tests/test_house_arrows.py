@@ -36,12 +36,7 @@ ARROWS: dict[str, set[str]] = {
 }
 # Imports that still climb, each waiting for the change that removes it (the test fails when
 # one is gone, so that it leaves this list too).
-WAITING: dict[tuple[str, str], str] = {
-    # the session locks and the tree's ids an import takes move below agents/ (issue 17)
-    ("ctxview.importers.claude_code", "ctxview.agents.live"): "locks",
-    ("ctxview.importers.codex", "ctxview.agents.live"): "locks",
-    ("ctxview.importers.runner", "ctxview.agents.live"): "locks",
-}
+WAITING: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> dict[str, Path]:

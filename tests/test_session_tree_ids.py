@@ -78,9 +78,7 @@ async def test_another_writer_of_the_tree_is_taken_in_through_the_store(tmp_path
         await parent.insert("bash", {}, "one")
         child = await Session.start(b, tmp_path, session_id="c", parent_session="p")
         assert (await child.insert("bash", {}, "two")).startswith("[#1001]")
-        from ctxview.agents.live import next_rid
-
-        parent.advance_ids(await next_rid(a, "p"))  # what the hook and the MCP server do
+        parent.advance_ids(await a.tree_next_rid("p"))  # what the hook and the MCP server do
         assert (await parent.insert("bash", {}, "three")).startswith("[#1002]")
 
 
@@ -113,9 +111,7 @@ async def test_a_rolled_back_import_gives_its_ids_again(tmp_path: Path) -> None:
                 await session.insert("bash", {}, "lost")
                 raise RuntimeError("rolled back")
         assert session.ids.next == 0x1001  # taken in memory...
-        from ctxview.agents.live import next_rid
-
-        session.ids.rewind(await next_rid(writer, "p"))  # ...given back, as the importer does
+        session.ids.rewind(await writer.tree_next_rid("p"))  # ...given back, as the importer does
         assert (await session.insert("bash", {}, "kept")).startswith("[#1000]")
 
 
@@ -126,7 +122,6 @@ async def test_a_rewind_never_gives_back_an_id_another_step_took_after(tmp_path:
     the two fails and gives its ids back, it gives back only its own trailing ones: an id the
     other took after them is never given twice (a gap instead)."""
     from ctxview.agents.claude_code.held_calls import Held
-    from ctxview.agents.live import next_rid
 
     store = tmp_path / "s.db"
     async with await Writer.open(store) as writer:
@@ -145,7 +140,7 @@ async def test_a_rewind_never_gives_back_an_id_another_step_took_after(tmp_path:
                 hook.writer = writer
                 raise RuntimeError("the import's chunk rolled back")
         assert answered.startswith("[#1001]")
-        imp.ids.rewind(await next_rid(writer, "p"), owner=imp.writer)  # as the importer does
+        imp.ids.rewind(await writer.tree_next_rid("p"), owner=imp.writer)  # as the importer does
         for sid, events, bodies, fts in held.steps:  # the answered call's events, stored
             await writer.append(sid, events, bodies, fts_max_chars=fts)
         assert (await imp.insert("bash", {}, "imported again")).startswith("[#1002]")
@@ -158,7 +153,7 @@ async def test_a_rewind_never_gives_back_an_id_another_step_took_after(tmp_path:
             child.writer = failed  # type: ignore[assignment]
             assert (await child.insert("bash", {}, "never answered")).startswith("[#1004]")
             child.writer = writer
-            child.ids.rewind(await next_rid(writer, "c"), owner=failed)  # as the engine does
+            child.ids.rewind(await writer.tree_next_rid("c"), owner=failed)  # as the engine does
             assert child.ids.next == 0x1004
         assert (await child.insert("bash", {}, "answered")).startswith("[#1004]")
     rids = [rid for _, rid in _rids(store)]

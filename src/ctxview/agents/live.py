@@ -1,35 +1,36 @@
-"""Which store session a host's process belongs to, and the lock that keeps two writers of one
-session (a hook and the MCP server) from giving the same id twice. The store's one-shot
-lookups (`store.probe`, plain sqlite3, read-only): this runs on the hook's and the MCP call's hot
-path."""
+"""Which store session a host's process belongs to. The session's write lock the hooks and the
+MCP server take (and the importers beside them wait for) is the store's
+(`store/session_lock.py`); it is named here too, where the agents have always found it. The
+store's one-shot lookup (`store.probe`, plain sqlite3, read-only): this runs on the MCP call's
+hot path."""
 
 from __future__ import annotations
 
-import asyncio
-import fcntl
-import hashlib
 import os
-import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ctxview.store import probe
+from ctxview.store.session_lock import (
+    HookPending,
+    LockTimeout,
+    held_here,
+    lock_free,
+    lock_path,
+    session_lock,
+)
 
-if TYPE_CHECKING:
-    from ctxview.store.writer import Writer
+__all__ = [
+    "CLAUDE",
+    "HookPending",
+    "LockTimeout",
+    "held_here",
+    "live_session",
+    "lock_free",
+    "lock_path",
+    "session_lock",
+]
 
 CLAUDE = "claude-code"
-
-
-# The sessions whose lock this process holds now, as (store, session id): an import run inside
-# a hook's step (which holds it) must not wait for it.
-_HELD: set[tuple[str, str]] = set()
-
-
-class LockTimeout(Exception):
-    """Another writer held the session's lock for longer than we may wait."""
 
 
 def live_session(store: Path | str, host: str, cwd: Path | str) -> str | None:
@@ -45,116 +46,3 @@ def live_session(store: Path | str, host: str, cwd: Path | str) -> str | None:
     if not path.exists():
         return None
     return probe.live_session(path, host, str(Path(cwd).resolve()))
-
-
-def lock_path(store: Path | str, session_id: str) -> Path:
-    """One small lock file per session, in a folder beside the store."""
-    digest = hashlib.sha1(session_id.encode()).hexdigest()[:16]
-    return Path(f"{store}.locks") / digest
-
-
-@asynccontextmanager
-async def session_lock(
-    store: Path | str, session_id: str, timeout: float = 1.5
-) -> AsyncIterator[None]:
-    """Hold the session's write lock (flock: released by the kernel if the holder dies). The
-    wait for another process's lock lets the event loop go on: the hook daemon and the MCP
-    server serve other sessions, and their own closing, on the same loop."""
-    fd = _open_lock(store, session_id)
-    try:
-        deadline = time.monotonic() + timeout
-        while not _try_lock(fd):
-            if time.monotonic() > deadline:
-                raise LockTimeout(f"session {session_id} is locked by another writer")
-            await asyncio.sleep(0.005)
-        key = (os.fspath(store), session_id)
-        _HELD.add(key)
-        try:
-            yield
-        finally:
-            _HELD.discard(key)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-class HookPending(Exception):
-    """An import met a result of a hooked session that is not stored, while another process
-    may hold the lock of the session's tree (`root`, the lock the hook engine and the MCP
-    server take for a session and its sub-agents) to store it (Claude Code's hook answers
-    first and stores the call after). The import rolls its chunk back, waits for the lock
-    (holding none of the store's) and reads the chunk again."""
-
-    def __init__(self, store: Path | str, session_id: str, call_id: str,
-                 root: str | None = None) -> None:  # fmt: skip
-        super().__init__(f"the hook may be storing {call_id} in {session_id}")
-        self.store, self.session_id, self.call_id = store, session_id, call_id
-        self.root = root or session_id
-
-    async def wait(self, timeout: float = 5.0) -> None:
-        """Until the call is stored, or nobody holds the tree's lock (a hook would have stored
-        it by then), or `timeout` (Claude Code's own bound on a hook) passed: then its hook
-        failed, and the call is imported as Claude Code sent it."""
-        fd = _open_lock(self.store, self.root)
-        try:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if _try_lock(fd):
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    return
-                if probe.call_stored(self.store, self.session_id, self.call_id):
-                    return
-                await asyncio.sleep(0.02)
-        finally:
-            os.close(fd)
-
-
-def lock_free(store: Path | str, session_id: str) -> bool:
-    """Whether nobody holds the session's lock at this moment (taken and given back at once)."""
-    fd = _open_lock(store, session_id)
-    try:
-        if not _try_lock(fd):
-            return False
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return True
-    finally:
-        os.close(fd)
-
-
-def held_here(store: Path | str, session_id: str) -> bool:
-    """Whether this process holds the session's lock now."""
-    return (os.fspath(store), session_id) in _HELD
-
-
-def _open_lock(store: Path | str, session_id: str) -> int:
-    path = lock_path(store, session_id)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    return os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-
-
-def _try_lock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-async def stored_calls(writer: Writer, session_id: str) -> set[str]:
-    """The `call_ref`s of the results stored in a session's tree (an importer asks which results
-    a hook or the MCP server already stored: a sub-agent's recall is answered, and may be
-    stored, in another session of the tree). Through the writer's own connection, in one hop."""
-    return await writer.tree_call_refs(session_id)
-
-
-async def tree_root(writer: Writer, session_id: str) -> str:
-    """The session at the top of `session_id`'s tree (`store.tree.root_of`), whose lock is the
-    tree's. Through the writer's own connection."""
-    return await writer.tree_root(session_id)
-
-
-async def next_rid(writer: Writer, session_id: str) -> int:
-    """The next id of the session's tree as stored: an importer beside a hook (another process)
-    takes its next id past the ones the hook, a sub-agent's hook or the MCP server took since it
-    looked."""
-    return await writer.tree_next_rid(session_id)

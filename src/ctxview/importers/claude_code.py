@@ -20,7 +20,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ctxview.agents.live import HookPending, held_here, lock_free, next_rid, stored_calls, tree_root
 from ctxview.importers import api_requests
 from ctxview.importers.common import (
     BadRecord,
@@ -37,6 +36,7 @@ from ctxview.importers.common import (
     whole,
 )
 from ctxview.importers.replay import Replay, numbered_lines
+from ctxview.store.session_lock import HookPending, held_here, lock_free
 
 if TYPE_CHECKING:
     from ctxview.importers.hub import Hub
@@ -384,7 +384,7 @@ class ClaudeParser:
             return True  # answered by the hook in this process; its events go in with it
         known = self._hooked.get(target.id)
         if known is None or call_id not in known:  # the hook may have stored it since
-            known = self._hooked[target.id] = await stored_calls(self.hub.writer, target.id)
+            known = self._hooked[target.id] = await self.hub.writer.tree_call_refs(target.id)
         store = self.hub.writer.path
         waited = self.hub.waited
         if call_id not in known and (target.id, call_id) not in waited:
@@ -392,14 +392,14 @@ class ClaudeParser:
             # root's: a sub-agent's calls are under its parent's) from the call's arrival to its
             # events' commit: read this again once it is stored (or the lock is free). With
             # nobody holding it, the call's hook failed: imported now.
-            root = await tree_root(self.hub.writer, target.id)
+            root = await self.hub.writer.tree_root(target.id)
             if not held_here(store, root) and not lock_free(store, root):
                 waited.add((target.id, call_id))
                 raise HookPending(store, target.id, call_id, root)
         if call_id in known:
             return True
         # Imported here (its hook failed): past the ids the hook took since this import looked.
-        target.session.advance_ids(await next_rid(self.hub.writer, target.id))
+        target.session.advance_ids(await self.hub.writer.tree_next_rid(target.id))
         return False
 
     async def _read(self, replay: Replay, args: dict[str, Any], text: str, tur: Any,

@@ -24,7 +24,6 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from ctxview.agents.live import next_rid, stored_calls
 from ctxview.importers.common import (
     BadRecord,
     block_text,
@@ -267,11 +266,11 @@ class CodexParser:
         if not main.data.get("hooked"):
             return False
         if self._live is None or call_id not in self._live:  # stored since the last look
-            self._live = await stored_calls(self.hub.writer, main.id)
+            self._live = await self.hub.writer.tree_call_refs(main.id)
         if call_id in self._live:
             return True
         # Imported here (a call outside ctxview's tools): past the ids `ctxview mcp` took.
-        main.session.advance_ids(await next_rid(self.hub.writer, main.id))
+        main.session.advance_ids(await self.hub.writer.tree_next_rid(main.id))
         return False
 
     async def _patch(self, main: Replay, name: str, args: dict[str, Any], patch: str, text: str,

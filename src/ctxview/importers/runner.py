@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ctxview.agents.live import HookPending, next_rid
 from ctxview.engine.session import Session
 from ctxview.files.regular import read_regular
 from ctxview.importers import claude_code, codex, formats
@@ -34,6 +33,7 @@ from ctxview.importers.replay import Replay
 from ctxview.importers.source import Identity, head_hash, identity, lines_from
 from ctxview.importers.source_ids import SourceIds, named_by_file, session_id
 from ctxview.store import Writer
+from ctxview.store.session_lock import HookPending
 
 __all__ = ["FileImporter", "FileReport", "HookedElsewhere", "Problem", "check_file",
            "import_file", "parse_line"]
@@ -238,7 +238,7 @@ class FileImporter:
             return
         with contextlib.suppress(Exception):
             for replay in list(self.hub.replays.values()):
-                replay.session.ids.rewind(await next_rid(self.writer, replay.id),
+                replay.session.ids.rewind(await self.writer.tree_next_rid(replay.id),
                                           owner=replay.session.writer)  # fmt: skip
 
     async def _still_current(self) -> None:

@@ -539,7 +539,8 @@ class Writer:
             "events": [Event.from_row(r[0], r[1], r[2:]) for r in events],
         }
 
-    # What the agents ask of the writer's own connection (`agents/live.py`, the hook engine).
+    # What the agents and the importers beside them ask of the writer's own connection (the hook
+    # engine; an import of a hooked session, which reads what a hook or the MCP server stored).
 
     async def set_busy_timeout(self, ms: int) -> None:
         """How long this writer waits for another's lock (the hook engine must give up inside
