@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxview.agents import failures
 from ctxview.agents.hook_client import stop
 from tests.agents.fake_gemini import Call, Say, Scripted, function_responses, response_text
 from tests.agents.gemini_helpers import CLI, ctxview, env, run_gemini
@@ -102,3 +103,50 @@ def test_hooked_session_gets_the_rules(tmp_path: Path) -> None:
         "where e.kind = 'result' order by e.seq")]  # fmt: skip
     for got, want in zip(shown, texts, strict=True):
         assert got == want, (got[-300:], want[-300:])
+
+
+def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:
+    """CTXVIEW_HOOK_FAIL in Gemini's environment: every hook fails; the model gets Gemini's
+    own outputs and each failure is recorded for `ctxview doctor`."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "", CTXVIEW_HOOK_FAIL="1")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    f = str(proj / "notes.txt")
+    try:
+        with Scripted([Call("read_file", {"file_path": f}),
+                       Call("run_shell_command", {"command": "echo hi"}), Say("ok.")]) as s:  # fmt: skip
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "read notes.txt")
+    finally:
+        stop(store)
+    assert done.returncode == 0, done.stderr
+    answers = _answers(s)
+    assert answers[0] == ("read_file", "\n".join(LINES) + "\n")
+    assert "hi" in answers[1][1] and "[#" not in answers[1][1]
+    recorded = failures.read(store)
+    assert len([r for r in recorded if "CTXVIEW_HOOK_FAIL" in str(r)]) >= 2, recorded
+
+
+def test_uninstall_restores_the_settings_exactly(tmp_path: Path) -> None:
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    settings = proj / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    mine = '{\n\t"ui": {"theme": "GitHub"},\n\t"hooks": {"AfterTool": []}\n}'  # no final newline
+    settings.write_text(mine)
+    settings.chmod(0o640)
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    assert "hook_client.py gemini" in settings.read_text()
+    again = ctxview(proj, environ, "install", "gemini")
+    assert "already set up" in again.stdout, again.stdout
+    assert ctxview(proj, environ, "uninstall", "gemini").returncode == 0
+    assert settings.read_text() == mine
+    assert settings.stat().st_mode & 0o777 == 0o640
+    assert not (proj / ".gemini" / "ctxview-install.json").exists()
+    # a folder with no settings before: nothing left after
+    other = tmp_path / "other"
+    other.mkdir()
+    assert ctxview(other, environ, "install", "gemini").returncode == 0
+    assert ctxview(other, environ, "uninstall", "gemini").returncode == 0
+    assert not (other / ".gemini" / "settings.json").exists()
