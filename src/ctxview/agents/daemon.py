@@ -42,6 +42,7 @@ from ctxview.agents.engine_socket import private_folder
 from ctxview.agents.hook_client import BUDGET, event_name, socket_path
 from ctxview.agents.hook_http import HookServer
 from ctxview.agents.hook_trace import Trace, Traces
+from ctxview.agents.hosts import HOSTS, HostEngine
 
 IDLE = 900.0  # seconds without a hook, and no session open, before the engine exits
 LONG_IDLE = 12 * 3600.0  # ... with a session open (one killed never said SessionEnd)
@@ -78,6 +79,7 @@ class Daemon:
         self.unwritable: str | None = None
         self.tried = 0.0
         self.missed: asyncio.Task[None] | None = None  # the open sessions' catch-up
+        self.hosts: dict[str, HostEngine | None] = {}  # other agents' engines, on first use
 
     def _engine(self) -> HookEngine:
         engine = HookEngine(self.store)
@@ -154,6 +156,9 @@ class Daemon:
             if self.http is not None:
                 self.http.close()
             await self._stop_catch_up()
+            for host in self.hosts.values():
+                if host is not None:
+                    await host.close()
             # The store is released before the socket goes: a `stop` (which waits for this
             # process to end) or a client that finds no socket never meets an engine still
             # closing, whose checkpoint would write a store replaced meanwhile.
@@ -208,6 +213,13 @@ class Daemon:
                 pids = [os.getpid(), *([self.supervisor] if os.getppid() == self.supervisor
                                        else [])]  # fmt: skip
                 answer = " ".join(map(str, pids)).encode()
+            elif event in HOSTS:  # another agent's hooks, through its own engine (agents/<agent>/)
+                await self._ready()
+                host = self.hosts.setdefault(event, None) or HOSTS[event](self.store)
+                self.hosts[event] = host
+                output = await asyncio.wait_for(host.respond(hook_input(raw)), STEP_BUDGET)
+                if output is not None:
+                    answer = json.dumps(output, ensure_ascii=False).encode()
             else:
                 payload = hook_input(raw)
                 event = str(payload.get("hook_event_name") or event)

@@ -43,19 +43,19 @@ How = Read | Search | Edit | Other
 
 
 async def put_result(replay: Replay, how: How, args: dict[str, Any], text: str, *,
-                     call_ref: str, seen: int, ts: float) -> None:  # fmt: skip
-    """Store one tool result the way the rules would have answered it."""
+                     call_ref: str, seen: int, ts: float) -> str:  # fmt: skip
+    """Store one tool result the way the rules would have answered it; the text they give."""
     ref: dict[str, Any] = dict(call_ref=call_ref, seen=seen, ts=ts)
     if isinstance(how, Read):
-        await replay.read({"path": how.path, **{k: v for k, v in args.items() if k != "path"}},
-                          how.path, how.first, how.lines, how.total, **ref)  # fmt: skip
-    elif isinstance(how, Search):
-        await replay.search(how.tool, args, text, **ref)
-    elif isinstance(how, Edit):
-        await replay.edit("edit" if how.old is not None else "write", {"path": how.path, **args},
-                          [(how.path, how.old, how.new)], **ref)  # fmt: skip
-    else:
-        await replay.generic(how.tool, args, text, changes=how.changes, **ref)
+        given = {"path": how.path, **{k: v for k, v in args.items() if k != "path"}}
+        return await replay.read(given, how.path, how.first, how.lines, how.total, **ref)
+    if isinstance(how, Search):
+        return await replay.search(how.tool, args, text, **ref)
+    if isinstance(how, Edit):
+        return await replay.edit("edit" if how.old is not None else "write",
+                                 {"path": how.path, **args}, [(how.path, how.old, how.new)],
+                                 **ref)  # fmt: skip
+    return await replay.generic(how.tool, args, text, changes=how.changes, **ref)
 
 
 def text_lines(text: str) -> list[str]:

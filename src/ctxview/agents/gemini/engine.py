@@ -1,0 +1,145 @@
+"""Gemini CLI's hooks through the resident engine: what each hook event does to the store
+session `gm-<session_id>` (the key `ctxview import` gives Gemini's chat file), and the hook
+output that gives the model the 3.0.0 text.
+
+Gemini CLI 0.61's `AfterTool` output cannot set a tool's result: `decision: "deny"` turns it
+into an error ("Tool result blocked: ..."), `additionalContext` is only appended. What does
+replace it is `hookSpecificOutput.tailToolCallRequest`: the CLI runs the named tool at once and
+its result stands in for the original one, under the original call's name and id. The tail call
+is ctxview's MCP tool `show` (`show_server.py`), which answers with the text it is given: the
+rules' text, which Gemini wraps in `<untrusted_context>` as it does every MCP result.
+
+The tool result is sorted as the importer sorts a chat file's (`importers.gemini._how`: a read,
+a search, an edit with its old and new content, a command, anything else) and replayed through
+the same `Replay`, so a hooked call and an imported one get the same rules.
+
+`PreCompress` (`/compress`, or Gemini's own compression) records the boundary and empties the
+dedupe table; its hook cannot change what the model is sent, so the files-read table goes out
+with the next thing a hook can give: the next prompt (`BeforeAgent`'s `additionalContext`) or
+the next tool result, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ctxview.engine.session import Session
+from ctxview.importers.agent_tools import put_result
+from ctxview.importers.formats import GEMINI
+from ctxview.importers.gemini import _how
+from ctxview.importers.replay import Replay
+from ctxview.store.writer import Writer
+
+PREFIX = "gm-"
+SHOW_TOOL = "mcp_ctxview_show"  # the MCP server `ctxview` of show_server.py, its tool `show`
+OWN_TOOLS = "mcp_ctxview_"  # ctxview's own tools: never rewritten
+COMPRESSED = "Gemini CLI compressed the conversation."
+
+
+class GeminiEngine:
+    """Answers Gemini CLI hook events for any number of its sessions over one store."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = Path(store)
+        self.writer: Writer | None = None
+        self.replays: dict[str, Replay] = {}
+        self.calls: dict[str, int] = {}
+        self.pending: dict[str, str] = {}  # session -> the files-read table not yet given
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            await self.writer.close()
+            self.writer = None
+
+    async def respond(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        event = payload.get("hook_event_name")
+        sid = payload.get("session_id")
+        if not isinstance(sid, str) or not sid:
+            raise ValueError("the Gemini CLI hook input has no session_id")
+        if event == "AfterTool":
+            return await self._after_tool(sid, payload)
+        if event == "PreCompress":
+            if payload.get("trigger") != "manual":
+                # 0.61 fires "auto" before every turn, whether it then compresses or not.
+                return None
+            replay = await self._replay(sid, payload)
+            text = await replay.session.compact(COMPRESSED, ts=time.time(),
+                                                data={"trigger": "manual"})  # fmt: skip
+            # The model has Gemini's own summary: it is given the table only.
+            table = text.removeprefix(COMPRESSED).strip()
+            if table:
+                self.pending[sid] = table
+            await self._save(replay)
+            return None
+        if event == "BeforeAgent":
+            owed = self.pending.pop(sid, None)
+            if owed is None:
+                return None
+            return {"hookSpecificOutput": {"hookEventName": "BeforeAgent",
+                                           "additionalContext": owed}}  # fmt: skip
+        return None
+
+    async def _after_tool(self, sid: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        name = payload.get("tool_name")
+        if not isinstance(name, str) or name.startswith(OWN_TOOLS):
+            return None
+        args = payload.get("tool_input")
+        args = args if isinstance(args, dict) else {}
+        response = payload.get("tool_response")
+        response = response if isinstance(response, dict) else {}
+        text = _content_text(response.get("llmContent"))
+        ok = not response.get("error")
+        replay = await self._replay(sid, payload)
+        self.calls[sid] = self.calls.get(sid, 0) + 1
+        how = _how(name, args, text, response.get("returnDisplay"), ok)
+        shown = await put_result(replay, how, args, text, call_ref=f"gh{self.calls[sid]}",
+                                 seen=len(text), ts=time.time())  # fmt: skip
+        await self._save(replay)
+        table = self.pending.pop(sid, None)
+        if table is not None:
+            shown = f"{table}\n\n{shown}"
+        return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tailToolCallRequest": {
+            "name": SHOW_TOOL, "args": {"text": shown}}}}  # fmt: skip
+
+    async def _replay(self, sid: str, payload: dict[str, Any]) -> Replay:
+        key = PREFIX + sid
+        found = self.replays.get(key)
+        if found is not None:
+            return found
+        if self.writer is None:
+            self.writer = await Writer.open(self.store)
+        writer = self.writer
+        cwd = str(payload.get("cwd") or "/")
+        info = await writer.session_info(key)
+        if info is None:
+            data: dict[str, Any] = {"hooked": True, "host": "gemini"}
+            session = await Session.start(
+                writer, cwd, source=GEMINI, session_id=key, started=time.time(),
+                source_path=str(payload.get("transcript_path") or ""), source_ref=sid,
+                data=json.dumps(data),
+            )  # fmt: skip
+        else:
+            data = json.loads(info["data"] or "{}")
+            session = await Session.resume(writer, key)
+        replay = self.replays[key] = Replay(session, cwd, data)
+        return replay
+
+    async def _save(self, replay: Replay) -> None:
+        assert self.writer is not None
+        await self.writer.update_session(replay.id,
+                                         data=json.dumps(replay.data, ensure_ascii=False))  # fmt: skip
+
+
+def _content_text(content: Any) -> str:
+    """The text of a tool's `llmContent`: a string, a Part, or a list of them."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if isinstance(content, list):
+        return "\n".join(p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str)
+                         else (p if isinstance(p, str) else json.dumps(p)) for p in content)  # fmt: skip
+    return "" if content is None else json.dumps(content)

@@ -1,0 +1,109 @@
+"""`ctxview install gemini [--project | --user]`: ctxview's hooks and its MCP server `ctxview` in
+Gemini CLI's settings (`.gemini/settings.json` of the folder, or `~/.gemini/settings.json`).
+
+Gemini CLI 0.61 runs command hooks only: every hook is `python -S hook_client.py gemini --store
+STORE`, which hands the hook input to the store's resident engine over its Unix socket
+(`daemon.py`, which passes the `gemini` events to `engine.py`) and prints its answer; any
+failure prints nothing, so Gemini keeps its own output (recorded for `ctxview doctor`).
+
+- `AfterTool`, every tool but ctxview's own: the rules' text, given back as a tail call of the
+  MCP tool `mcp_ctxview_show`.
+- `PreCompress`: the compaction boundary; `BeforeAgent`: the files-read table after one.
+- `mcpServers.ctxview`: `show_server.py`, trusted (its tail calls ask no confirmation).
+
+`uninstall` puts the person's own bytes back (the sidecar `ctxview-install.json` beside the
+settings file keeps them, as Claude Code's install does), or takes ctxview's entries out of a
+file changed since.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from ctxview.agents import hook_client
+from ctxview.agents.claude_code.install import Plan, ctxview_python, store_of
+from ctxview.agents.gemini.engine import OWN_TOOLS
+
+SIDECAR = "ctxview-install.json"
+SERVER = "ctxview"
+HOOK_NAME = "ctxview"
+EVENTS = ("AfterTool", "PreCompress", "BeforeAgent")
+TIMEOUT_MS = 5000  # above the hook client's own 2 s budget
+MATCHER = f"^(?!{OWN_TOOLS})"  # every tool but ctxview's own (the tail call itself)
+
+
+def settings_path(scope: str, cwd: Path, home: Path) -> Path:
+    return (home if scope == "user" else cwd) / ".gemini" / "settings.json"
+
+
+def hook_command(store: Path) -> str:
+    return shlex.join([ctxview_python(), "-S", str(Path(hook_client.__file__).absolute()),
+                       "gemini", "--store", str(store)])  # fmt: skip
+
+
+def show_server() -> dict[str, Any]:
+    return {"command": ctxview_python(), "args": ["-m", "ctxview.agents.gemini.show_server"],
+            "trust": True}  # fmt: skip
+
+
+def _entry(event: str, store: Path) -> dict[str, Any]:
+    group: dict[str, Any] = {"hooks": [{"type": "command", "name": HOOK_NAME,
+                                        "command": hook_command(store),
+                                        "timeout": TIMEOUT_MS}]}  # fmt: skip
+    if event == "AfterTool":
+        group = {"matcher": MATCHER, **group}
+    return group
+
+
+def _is_ours(group: Any) -> bool:
+    inner = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(inner, list) and any(
+        isinstance(h, dict) and h.get("name") == HOOK_NAME and "hook_client" in str(
+            h.get("command", "")) for h in inner)  # fmt: skip
+
+
+def install(scope: str, cwd: Path, home: Path, store: Path | None = None) -> Plan:
+    path = settings_path(scope, cwd, home)
+    plan = Plan(path.parent / SIDECAR)
+    data = plan.load(path)
+    pinned = store_of(store)
+    hooks = data.setdefault("hooks", {})
+    for event in EVENTS:
+        groups = [g for g in hooks.get(event, []) if not _is_ours(g)]
+        want = _entry(event, pinned)
+        if [g for g in hooks.get(event, []) if _is_ours(g)] != [want]:
+            plan.changes.append(f"added the {event} hook to {path}")
+        hooks[event] = [*groups, want]
+    servers = data.setdefault("mcpServers", {})
+    if servers.get(SERVER) != show_server():
+        servers[SERVER] = show_server()
+        plan.changes.append(f"added the MCP server {SERVER} to {path}")
+    return plan
+
+
+def uninstall(scope: str, cwd: Path, home: Path) -> Plan:
+    path = settings_path(scope, cwd, home)
+    plan = Plan(path.parent / SIDECAR, installing=False)
+    if not path.exists():
+        return plan
+    data = plan.load(path)
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        for event in list(hooks):
+            groups = hooks[event]
+            if isinstance(groups, list) and any(_is_ours(g) for g in groups):
+                plan.changes.append(f"removed the {event} hook from {path}")
+                hooks[event] = [g for g in groups if not _is_ours(g)]
+                if not hooks[event]:
+                    del hooks[event]
+        if not hooks:
+            del data["hooks"]
+    servers = data.get("mcpServers")
+    if isinstance(servers, dict) and SERVER in servers:
+        del servers[SERVER]
+        plan.changes.append(f"removed the MCP server {SERVER} from {path}")
+        if not servers:
+            del data["mcpServers"]
+    return plan

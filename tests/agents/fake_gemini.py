@@ -1,0 +1,137 @@
+"""A scripted Gemini API (generateContent / streamGenerateContent) on loopback, for driving the
+real Gemini CLI in tests (`GOOGLE_GEMINI_BASE_URL` points the CLI here, any `GEMINI_API_KEY`).
+
+Every POST is recorded (its path and JSON body). A request that offers tools (the agent's turn)
+is answered with the script's next step: a function call the model "makes", or a final text; a
+request past the script's end gets "done.", so the CLI always finishes. A request without tools
+(the CLI's own side calls: history compression, a classifier, a next-speaker check) gets a short
+text, a compression summary when it asks for one. Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Request = dict[str, Any]
+SUMMARY = "<state_snapshot><overall_goal>the scripted task</overall_goal></state_snapshot>"
+
+
+@dataclass
+class Call:
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass
+class Say:
+    text: str
+
+
+@dataclass
+class Scripted:
+    steps: list[Call | Say]
+    requests: list[Request] = field(default_factory=list)  # every request: {"path", "body"}
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: ThreadingHTTPServer | None = None
+    _step: int = 0
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def turns(self) -> list[Request]:
+        """The bodies of the agent's turns (the requests that offered tools)."""
+        return [r["body"] for r in self.requests if r["body"].get("tools")]
+
+    def __enter__(self) -> Scripted:
+        scripted = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._json({"models": []})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with scripted._lock:
+                    scripted.requests.append({"path": self.path, "body": body})
+                    reply = scripted._reply(self.path, body)
+                if ":countTokens" in self.path:
+                    self._json({"totalTokens": len(json.dumps(body)) // 4})
+                elif ":streamGenerateContent" in self.path:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.write(f"data: {json.dumps(reply)}\r\n\r\n".encode())
+                    self.wfile.flush()
+                else:
+                    self._json(reply)
+
+            def _json(self, obj: Any) -> None:
+                data = json.dumps(obj).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _reply(self, path: str, body: Request) -> dict[str, Any]:
+        if not body.get("tools"):
+            text = json.dumps(body)
+            if "state_snapshot" in text:
+                return _answer([{"text": SUMMARY}])
+            if body.get("generationConfig", {}).get("responseMimeType") == "application/json":
+                return _answer([{"text": '{"reasoning": "scripted", "model_choice": "flash", '
+                                         '"next_speaker": "user"}'}])  # fmt: skip
+            return _answer([{"text": "ok"}])
+        step = self.steps[self._step] if self._step < len(self.steps) else Say("done.")
+        self._step += 1
+        if isinstance(step, Call):
+            return _answer([{"functionCall": {"name": step.name, "args": step.args}}])
+        return _answer([{"text": step.text}])
+
+
+def _answer(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                        "index": 0}],
+        "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10,
+                          "totalTokenCount": 110},
+        "modelVersion": "gemini-2.5-flash",
+    }  # fmt: skip
+
+
+def function_responses(body: Request) -> list[dict[str, Any]]:
+    """Every functionResponse part the request's contents hold, in order."""
+    return [part["functionResponse"] for content in body.get("contents", [])
+            for part in content.get("parts", []) if "functionResponse" in part]  # fmt: skip
+
+
+def response_text(fr: dict[str, Any]) -> str:
+    """What a functionResponse told the model: its output (or error) text."""
+    resp = fr.get("response", {})
+    for key in ("output", "error"):
+        if isinstance(resp.get(key), str):
+            return str(resp[key])
+    return json.dumps(resp)

@@ -1,0 +1,49 @@
+"""Running the real Gemini CLI 0.61 (tests/agents/gemini/node_modules) headless against the
+scripted Gemini API (fake_gemini.py), every run with its own HOME, XDG folders and store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = Path(__file__).parent / "gemini" / "node_modules" / "@google" / "gemini-cli" / "bundle" / (
+    "gemini.js")  # fmt: skip
+CTXVIEW = str(Path(sys.executable).with_name("ctxview"))
+
+
+def home_settings(home: Path) -> None:
+    """What a headless run needs in the user's settings: the API key auth, a trusted folder, no
+    telemetry or update checks."""
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps({
+        "security": {"auth": {"selectedType": "gemini-api-key"},
+                     "folderTrust": {"enabled": False}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "telemetry": {"enabled": False},
+    }))  # fmt: skip
+
+
+def env(tmp: Path, base_url: str, **extra: str) -> dict[str, str]:
+    home = tmp / "home"
+    home_settings(home)
+    return {"PATH": os.environ["PATH"], "HOME": str(home), "TERM": "dumb",
+            "XDG_STATE_HOME": str(tmp / "state"), "XDG_CONFIG_HOME": str(tmp / "config"),
+            "XDG_DATA_HOME": str(tmp / "data"), "CTXVIEW_STORE": str(tmp / "store.db"),
+            "GEMINI_API_KEY": "scripted", "GOOGLE_GEMINI_BASE_URL": base_url,
+            "GEMINI_CLI_NO_RELAUNCH": "1", **extra}  # fmt: skip
+
+
+def run_gemini(cwd: Path, environ: dict[str, str], prompt: str,
+               timeout: float = 180) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run(["node", str(CLI), "-p", prompt, "--yolo", "-m", "gemini-2.5-flash"],
+                          cwd=cwd, env=environ, capture_output=True, text=True,
+                          timeout=timeout, check=False)  # fmt: skip
+
+
+def ctxview(cwd: Path, environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CTXVIEW, *args], cwd=cwd, env=environ, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip

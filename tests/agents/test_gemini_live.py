@@ -1,0 +1,152 @@
+"""The real Gemini CLI 0.61 headless against the scripted Gemini API: plain, then with
+`ctxview install gemini` (the rules' text reaches the model through the AfterTool hook's tail
+call), then with the hook failing (Gemini's own output, a recorded failure)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ctxview.agents import failures
+from ctxview.agents.hook_client import stop
+from tests.agents.fake_gemini import Call, Say, Scripted, function_responses, response_text
+from tests.agents.gemini_helpers import CLI, ctxview, env, run_gemini
+
+pytestmark = pytest.mark.skipif(not CLI.exists(), reason="npm ci --prefix tests/agents/gemini")
+LINES = [f"line {i}" for i in range(1, 41)]
+
+
+def _project(tmp_path: Path) -> Path:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "notes.txt").write_text("\n".join(LINES) + "\n")
+    return proj
+
+
+def _steps(proj: Path) -> list[Call | Say]:
+    f = str(proj / "notes.txt")
+    return [Call("read_file", {"file_path": f}), Call("read_file", {"file_path": f}),
+            Call("read_file", {"file_path": f, "start_line": 3, "end_line": 5}),
+            Call("run_shell_command", {"command": "seq 1 5000"}),
+            Call("grep_search", {"pattern": "line 7"}), Call("grep_search", {"pattern": "line 7"}),
+            Call("replace", {"file_path": f, "old_string": "line 2\n", "new_string": "line two\n",
+                             "instruction": "rename"}),
+            Say("finished.")]  # fmt: skip
+
+
+def _unwrap(text: str) -> str:
+    """The MCP tool's text inside the wrapper Gemini CLI puts around every MCP result."""
+    head, tail = "<untrusted_context>\n", "\n</untrusted_context>"
+    assert text.startswith(head) and text.endswith(tail), text[:200]
+    return text[len(head) : -len(tail)].replace(
+        "&lt;/untrusted_context&gt;", "</untrusted_context>"
+    )
+
+
+def _answers(server: Scripted) -> list[tuple[str, str]]:
+    """(tool, text) of every tool result the model was sent, in order, from the last turn."""
+    last = server.turns()[-1]
+    return [(fr["name"], response_text(fr)) for fr in function_responses(last)]
+
+
+def test_plain_gemini_runs_headless(tmp_path: Path) -> None:
+    proj = _project(tmp_path)
+    with Scripted([Call("read_file", {"file_path": str(proj / "notes.txt")}), Say("ok.")]) as s:
+        done = run_gemini(proj, env(tmp_path, s.base_url), "read notes.txt")
+    assert done.returncode == 0, done.stderr
+    assert "ok." in done.stdout
+    [(tool, text)] = _answers(s)
+    assert tool == "read_file" and text.startswith("line 1\nline 2\n")
+
+
+def test_hooked_session_gets_the_rules(tmp_path: Path) -> None:
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    installed = ctxview(proj, environ, "install", "gemini")
+    assert installed.returncode == 0, installed.stderr
+    try:
+        with Scripted(_steps(proj)) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "work on notes.txt")
+        assert done.returncode == 0, done.stderr
+        answers = _answers(s)
+    finally:
+        stop(store)
+    tools = [t for t, _ in answers]
+    assert tools == ["read_file", "read_file", "read_file", "run_shell_command", "grep_search",
+                     "grep_search", "replace"], answers  # fmt: skip
+    texts = [_unwrap(t) for _, t in answers]
+    first = re.match(
+        r"\[#(\w{4}) \S*notes\.txt lines 1-40 of 40 sha (\w+)\]\n1: line 1\n", texts[0]
+    )
+    assert first, texts[0]
+    rid = first.group(1)
+    assert f"] Unchanged since #{rid}, which already shows lines 1-40." in texts[1], texts[1]
+    assert "line 1\n" not in texts[1], texts[1]
+    # the long command: capped, with the elision line
+    assert re.search(r"lines? elided|elided", texts[3]), texts[3][:3000]
+    assert len(texts[3]) < 20000
+    # the second search: the same-result stub naming the first
+    m = re.match(r"\[#(\w{4})", texts[4])
+    assert m and f"#{m.group(1)}" in texts[5] and len(texts[5]) < 200, texts[5]
+    # the edit: a diff
+    assert "-line 2" in texts[6] and "+line two" in texts[6], texts[6]
+    db = sqlite3.connect(store)
+    sessions = [r[0] for r in db.execute("select id from sessions")]
+    assert len(sessions) == 1 and sessions[0].startswith("gm-"), sessions
+    shown = [r[0] for r in db.execute(
+        "select b.shown from events e join bodies b on b.rid = e.rid and b.session = e.session "
+        "where e.kind = 'result' order by e.seq")]  # fmt: skip
+    for got, want in zip(shown, texts, strict=True):
+        assert got == want, (got[-300:], want[-300:])
+
+
+def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:
+    """CTXVIEW_HOOK_FAIL in Gemini's environment: every hook fails; the model gets Gemini's
+    own outputs and each failure is recorded for `ctxview doctor`."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "", CTXVIEW_HOOK_FAIL="1")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    f = str(proj / "notes.txt")
+    try:
+        with Scripted([Call("read_file", {"file_path": f}),
+                       Call("run_shell_command", {"command": "echo hi"}), Say("ok.")]) as s:  # fmt: skip
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "read notes.txt")
+    finally:
+        stop(store)
+    assert done.returncode == 0, done.stderr
+    answers = _answers(s)
+    assert answers[0] == ("read_file", "\n".join(LINES) + "\n")
+    assert "hi" in answers[1][1] and "[#" not in answers[1][1]
+    recorded = failures.read(store)
+    assert len([r for r in recorded if "CTXVIEW_HOOK_FAIL" in str(r)]) >= 2, recorded
+
+
+def test_uninstall_restores_the_settings_exactly(tmp_path: Path) -> None:
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    settings = proj / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    mine = '{\n\t"ui": {"theme": "GitHub"},\n\t"hooks": {"AfterTool": []}\n}'  # no final newline
+    settings.write_text(mine)
+    settings.chmod(0o640)
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    assert "hook_client.py gemini" in settings.read_text()
+    again = ctxview(proj, environ, "install", "gemini")
+    assert "already set up" in again.stdout, again.stdout
+    assert ctxview(proj, environ, "uninstall", "gemini").returncode == 0
+    assert settings.read_text() == mine
+    assert settings.stat().st_mode & 0o777 == 0o640
+    assert not (proj / ".gemini" / "ctxview-install.json").exists()
+    # a folder with no settings before: nothing left after
+    other = tmp_path / "other"
+    other.mkdir()
+    assert ctxview(other, environ, "install", "gemini").returncode == 0
+    assert ctxview(other, environ, "uninstall", "gemini").returncode == 0
+    assert not (other / ".gemini" / "settings.json").exists()
