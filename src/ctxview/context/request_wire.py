@@ -154,3 +154,32 @@ def rebuild(row: ProxyRow, request: RecordedRequest | None) -> Any:
     if request is None or row.layout is None:
         return None
     return assemble(row.protocol, json.loads(row.layout), request.body, request.params)
+
+
+@dataclass
+class Forwarded:
+    """A proxied request the model answers, its body as the upstream received it."""
+
+    row: ProxyRow
+    body: Any  # the JSON as forwarded; None when it was not JSON
+    text: str | None  # then the body's bytes as text
+
+    @property
+    def usage(self) -> Any:
+        return json.loads(self.row.usage) if self.row.usage else None
+
+
+def forwarded(rows: list[ProxyRow], requests: list[RecordedRequest]) -> list[Forwarded]:
+    """The session's proxied requests to the model (token counts and other paths left out), in
+    order, each body rebuilt exactly."""
+    by_id = {r.id: r for r in requests}
+    out = []
+    for row in rows:
+        if not recorded(row.protocol):
+            continue
+        body = rebuild(row, by_id.get(row.request_id))
+        text = None
+        if body is None and row.body_raw is not None:
+            text = bytes(row.body_raw).decode("utf-8", "replace")
+        out.append(Forwarded(row, body, text))
+    return out
