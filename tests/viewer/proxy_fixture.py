@@ -47,27 +47,66 @@ class ProxyFilled:
 
 def _bodies() -> list[dict[str, Any]]:
     user0 = {"role": "user", "content": "List the files, then read notes.txt."}
-    a1 = {"role": "assistant", "content": [
-        {"type": "text", "text": "Listing them."},
-        {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]}
-    r1 = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                       "content": "notes.txt\nsrc\nREADME.md"}]}
-    a2 = {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_2", "name": "Bash",
-         "input": {"command": "cat notes.txt"}}]}
-    r2 = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2",
-                                       "content": "buy milk\ncall home"}]}
+    a1 = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Listing them."},
+            {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}},
+        ],
+    }
+    r1 = {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": "notes.txt\nsrc\nREADME.md",
+            }
+        ],
+    }
+    a2 = {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "tool_use",
+                "id": "toolu_2",
+                "name": "Bash",
+                "input": {"command": "cat notes.txt"},
+            }
+        ],
+    }
+    r2 = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "buy milk\ncall home"}
+        ],
+    }
     a3 = {"role": "assistant", "content": [{"type": "text", "text": "Two notes."}]}
     u3 = {"role": "user", "content": [{"type": "text", "text": "And the README?"}]}
     a4 = {"role": "assistant", "content": [{"type": "text", "text": "It is short."}]}
     u4 = {"role": "user", "content": "Thanks."}
     edited = copy.deepcopy(r1)  # the client rewrites a result inside the prefix
     edited["content"][0]["content"] = "notes.txt\nsrc"
-    convs = [[user0], [user0, a1, r1], [user0, a1, edited, a2, r2],
-             [user0, a1, edited, a2, r2, a3, u3], [user0, a1, edited, a2, r2, a3, u3, a4, u4]]
+    convs = [
+        [user0],
+        [user0, a1, r1],
+        [user0, a1, edited, a2, r2],
+        [user0, a1, edited, a2, r2, a3, u3],
+        [user0, a1, edited, a2, r2, a3, u3, a4, u4],
+    ]
     meta = {"user_id": json.dumps({"session_id": SESSION.removeprefix("cc-")})}
-    return [{"model": "claude-sonnet-4-5", "max_tokens": 1000, "temperature": 0.2,
-             "metadata": meta, "system": SYSTEM, "tools": TOOLS, "messages": c} for c in convs]
+    return [
+        {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 1000,
+            "temperature": 0.2,
+            "metadata": meta,
+            "system": SYSTEM,
+            "tools": TOOLS,
+            "messages": c,
+        }
+        for c in convs
+    ]
 
 
 async def proxy_fill(tmp: Path) -> ProxyFilled:

@@ -15,7 +15,6 @@ from textual.pilot import Pilot
 from viewer_helpers import open_request, ready, wait_for
 
 from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.screens.context import ContextScreen
 from ctxview.viewer.screens.help import KEYS, HelpScreen
 from ctxview.viewer.screens.request_diff import RequestDiffScreen
 from ctxview.viewer.widgets.context_panel import ContextPanel
@@ -96,7 +95,9 @@ async def test_d_says_what_changed_and_why(filled: ProxyFilled) -> None:
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
         help_screen = pilot.app.screen
         assert isinstance(help_screen, HelpScreen)
-        keys = [what for _, rows in KEYS for _, what in rows] + [w for _, w in help_screen._others()]
+        keys = [what for _, rows in KEYS for _, what in rows] + [
+            w for _, w in help_screen._others()
+        ]
         assert any(w.startswith("changes since the previous request") for w in keys)
 
 
