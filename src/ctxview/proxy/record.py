@@ -14,16 +14,17 @@ anything is stored; should it differ, the body itself is kept (`body_raw`). Eith
 from __future__ import annotations
 
 import copy
-import gzip
 import hashlib
 import json
 import uuid
-import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ctxview.context import requests as req
+from ctxview.context.request_wire import apply_forms as _apply_forms
+from ctxview.context.request_wire import assemble, decode_body
+from ctxview.context.request_wire import rebuild as rebuild  # the commands' name for it
 from ctxview.importers import api_requests as api
 from ctxview.proxy import headers as hdr
 from ctxview.proxy import keying, protocols
@@ -81,23 +82,6 @@ def _header(pairs: list[tuple[str, str]], name: str) -> str:
     return next((v for k, v in pairs if k.lower() == name), "")
 
 
-def decode_body(raw: bytes, encoding: str) -> bytes | None:
-    enc = encoding.strip().lower()
-    try:
-        if enc in ("", "identity"):
-            return raw
-        if enc in ("gzip", "x-gzip"):
-            return gzip.decompress(raw)
-        if enc == "deflate":
-            try:
-                return zlib.decompress(raw)
-            except zlib.error:
-                return zlib.decompress(raw, -zlib.MAX_WBITS)
-    except (OSError, EOFError, zlib.error):
-        return None
-    return None
-
-
 def parse(ex: Exchange) -> Any:
     """The body as JSON, or None when it is not JSON (or says it is something else)."""
     ctype = _header(ex.request_headers, "content-type").lower()
@@ -123,50 +107,6 @@ def find_marks(value: Any, path: list[Any], out: list[dict[str, Any]]) -> None:
     elif isinstance(value, list):
         for i, v in enumerate(value):
             find_marks(v, [*path, i], out)
-
-
-def _apply_forms(messages: list[dict[str, Any]], layout: dict[str, Any]) -> list[dict[str, Any]]:
-    forms: dict[str, str] = layout.get("forms") or {}
-    patch: dict[str, Any] = layout.get("patch") or {}
-    out = []
-    for i, m in enumerate(messages):
-        key = str(i)
-        if key in patch:
-            out.append(patch[key])
-            continue
-        form = forms.get(key)
-        c = m.get("content")
-        if form == "s" and isinstance(c, list) and len(c) == 1 and isinstance(c[0], dict):
-            m = {**m, "content": c[0].get("text", "")}
-        elif form == "l" and isinstance(c, str):
-            m = {**m, "content": [{"type": "text", "text": c}]}
-        out.append(m)
-    return out
-
-
-def assemble(protocol: str, layout: dict[str, Any], shaped: dict[str, Any],
-             params: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
-    """The body as forwarded from `context.requests.build`'s `{system, tools, messages}`."""
-    has = layout.get("has") or [True, True, True]
-    parts = protocols.Parts(
-        messages=_apply_forms(shaped["messages"], layout), system=shaped["system"],
-        tools=shaped["tools"], params=params, has_system=bool(has[0]), has_tools=bool(has[1]),
-        has_messages=bool(has[2]))  # fmt: skip
-    return protocols.join(protocol, parts)
-
-
-def rebuild(row: ProxyRow, request: req.RecordedRequest | None) -> Any:
-    """The body the upstream received, from the stored rows (None: not JSON; see body_raw)."""
-    if row.body_raw is not None:
-        raw = decode_body(bytes(row.body_raw), _header(
-            [(k, v) for k, v in json.loads(row.request_headers)], "content-encoding"))  # fmt: skip
-        try:
-            return json.loads(raw) if raw else None
-        except (ValueError, RecursionError):
-            return None
-    if request is None or row.layout is None:
-        return None
-    return assemble(row.protocol, json.loads(row.layout), request.body, request.params)
 
 
 def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:

@@ -14,7 +14,7 @@ import hmac
 import secrets
 import time
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,11 @@ class _Decoder:
 class Proxy:
     def __init__(self, store: Path, *, upstream: str | None = None, port: int = 0,
                  secret: str | None = None, workspace: str = "",
-                 rewriter: Rewriter | None = None) -> None:  # fmt: skip
+                 rewriter: Rewriter | None = None,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+        """`clock`: the wall clock a request's start is recorded by (a test of the cache's
+        lifetime gives its own rather than wait five minutes)."""
+        self.clock = clock
         self.upstream = upstream.rstrip("/") if upstream else None
         self.rewriter = rewriter or Rewriter()
         self.port = port
@@ -156,7 +160,7 @@ class Proxy:
         pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers]
         ex = Exchange(method=request.method, path=forwarded, upstream=upstream,
                       protocol=protocol, request_headers=pairs, body=b"",
-                      started=time.time())  # fmt: skip
+                      started=self.clock())  # fmt: skip
         body = bytearray()
         self.recorder.request_started()
         try:

@@ -1,7 +1,10 @@
-"""The context exactly as sent at one request (`x` on a transcript): every message in its
-serialised form (`role: text`, calls under their assistant message, elision stubs in place),
-replayed from the store; a call's arguments are shown one to a line, a string's own lines as
-lines (its JSON showed them as `\n`). `[` and `]` step to the previous and next request."""
+"""The context exactly as sent at one request (`x` on a transcript). A session `ctxview proxy`
+carried shows each request's body as the upstream received it (`j`: its JSON, whole); one whose
+transcript records its requests (Claude Code 2.1.3xx) shows that record; otherwise every message
+in its serialised form (`role: text`, calls under their assistant message, elision stubs in
+place) is replayed from the store, a call's arguments one to a line, a string's own lines as
+lines (its JSON showed them as `\n`). `[` and `]` step to the previous and next request; `d`
+shows what changed since the request before (screens/request_diff.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from ctxview.context.requests import RecordedRequest, rebuild_stored, render_request
+from ctxview.context.session_requests import (
+    SentRequest,
+    as_json,
+    render_sent,
+    session_requests,
+    usage_words,
+)
 from ctxview.context.state import Msg, load_texts, render_context, replay
 from ctxview.rules.as_sent import render, render_call
 from ctxview.rules.config import Config, ConfigError
@@ -31,7 +40,10 @@ class ContextScreen(CtxviewScreen[None]):
         # The footer shows the key itself before the description: "[ Previous request".
         Binding("left_square_bracket", "step(-1)", "Previous request"),
         Binding("right_square_bracket", "step(1)", "Next request"),
+        Binding("d", "diff", "Changes since the previous request"),
+        Binding("j", "toggle_json", "The body's JSON exactly as forwarded"),
     ]
+    FOOTER_ORDER: ClassVar[tuple[str, ...]] = ("step(-1)", "step(1)", "diff", "toggle_json")
 
     DEFAULT_CSS = """
     ContextScreen WrappedText {
@@ -50,7 +62,8 @@ class ContextScreen(CtxviewScreen[None]):
         self.config = Config()
         self.text = ""  # the context on screen
         self.sent = ""  # a reconstructed context as serialised (what its sizes count)
-        self.recorded: list[RecordedRequest] = []
+        self.recorded: list[SentRequest] = []
+        self.json = False  # `j`: the recorded body as its JSON
 
     def compose(self) -> ComposeResult:
         yield Static(id="context-title", classes="title-line")
@@ -65,9 +78,9 @@ class ContextScreen(CtxviewScreen[None]):
         except ConfigError:
             self.config = Config()
         self.events = await reader.events(self.session_id)
-        # Claude Code's own record of its requests, when the transcript carries it: shown as
-        # sent; otherwise the context is rebuilt from the transcript's messages.
-        self.recorded = rebuild_stored(await reader.api_request_rows(self.session_id))
+        # The proxy's record of each request, or Claude Code's own when its transcript carries
+        # it: shown as sent; otherwise the context is rebuilt from the transcript's messages.
+        self.recorded = await session_requests(reader, self.session_id)
         if self.recorded:
             self.requests = list(range(1, len(self.recorded) + 1))
             if not self.request:
@@ -90,16 +103,40 @@ class ContextScreen(CtxviewScreen[None]):
 
     def _show_recorded(self, k: int) -> None:
         req = self.recorded[k - 1]
-        self.text = render_request(req)
-        size = sum(req.sizes().values())
-        marks = len(req.marks)
-        prefix = "prefix broken here" if req.prefix_break else "prefix kept"
-        exact = "exactly as sent" if req.exact else "as recorded, some messages missing"
-        title = (f"Request {k} of {len(self.recorded)}, {exact} (Claude Code's own record) · "
-                 f"{_n(len(req.body['messages']), 'message')} · {_n(size, 'char')} · "
-                 f"{_n(marks, 'cache breakpoint')} · {prefix} · {self.session_id}")  # fmt: skip
+        self.text = as_json(req) if self.json else render_sent(req)
+        n = len(self.recorded)
+        if req.recorded is not None:  # Claude Code's own record
+            r = req.recorded
+            size = sum(r.sizes().values())
+            prefix = "prefix broken here" if r.prefix_break else "prefix kept"
+            exact = "exactly as sent" if r.exact else "as recorded, some messages missing"
+            title = (f"Request {k} of {n}, {exact} (Claude Code's own record) · "
+                     f"{_n(len(r.body['messages']), 'message')} · {_n(size, 'char')} · "
+                     f"{_n(len(r.marks), 'cache breakpoint')} · {prefix} · {self.session_id}")  # fmt: skip
+        else:
+            shown = "its JSON" if self.json else "j: its JSON"
+            size = _n(len(req.messages()), "message")
+            body = "not JSON, as it came" if req.body is None else size
+            title = (f"Request {k} of {n}, exactly as forwarded (ctxview proxy, {req.protocol}) · "
+                     f"{body} · {_n(req.body_bytes or 0, 'byte')} · status {req.status} · "
+                     f"{usage_words(req.real_usage())} · {shown} · {self.session_id}")  # fmt: skip
         self.query_one("#context-title", Static).update(Text(title))
         self.query_one(WrappedText).set_text(self.text)
+
+    def action_toggle_json(self) -> None:
+        """`j`: the recorded request as its JSON body, or as text again."""
+        if not self.recorded:
+            self.notify("No recorded request here: the context is a reconstruction.",
+                        markup=False)  # fmt: skip
+            return
+        self.json = not self.json
+        self._show_recorded(self.request)
+
+    def action_diff(self) -> None:
+        """`d`: what changed from the request before this one."""
+        from ctxview.viewer.screens.request_diff import RequestDiffScreen  # on first use
+
+        self.app.push_screen(RequestDiffScreen(self.session_id, request=self.request or None))
 
     def _request_at(self, seq: int | None) -> int:
         if not self.requests:

@@ -39,6 +39,13 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("click an elision", "open the elided middle in place"),
         ("click \"elided since\"", "go to the elision stride that took the result out"),
     ]),
+    ("Requests", [
+        ("c (transcript)", "the context panel: size, breaks and cache use per request"),
+        ("x (transcript)", "the context exactly as sent at the cursor's request"),
+        ("[  ] (request)", "previous / next request"),
+        ("j (request)", "a proxied request's body as JSON, exactly as forwarded"),
+        ("d (request)", "changes since the previous request: where the prompt cache broke, why"),
+    ]),
     ("The app", [
         ("?", "these keys"),
         ("escape", "close a view, a prompt or this screen"),
@@ -48,7 +55,8 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
 
 
 # The screens a key of KEYS may be named with ("t (transcript)"), by their class.
-_SCOPES = {"TranscriptScreen": "transcript", "SessionsScreen": "session list"}
+_SCOPES = {"TranscriptScreen": "transcript", "SessionsScreen": "session list",
+           "ContextScreen": "request", "RequestDiffScreen": "request"}  # fmt: skip
 
 # Moves every scrolling widget has; the fixed list already says "scroll".
 _GENERIC_PREFIXES = ("scroll_", "cursor_", "page_", "focus_")

@@ -19,7 +19,9 @@ from typing import Any
 from rich.text import Text
 from textual.widget import Widget
 
-from ctxview.context.requests import rebuild_stored
+from ctxview.context.request_diff import diffs
+from ctxview.context.requests import canonical_json
+from ctxview.context.session_requests import SentRequest, session_requests, usage_words
 from ctxview.context.state import ARMS, ContextState, Request, arm_state
 from ctxview.rules.config import Config, ConfigError
 from ctxview.rules.ids import format_id
@@ -73,9 +75,9 @@ class ContextFigures:
     fed: int = 0  # events replayed so far
     total: int = 0  # the session's events when the panel opened (the progress shown)
     done: bool = False  # replayed to the last event there was
-    # Claude Code's own record of each request (importers/api_requests.py), when there is one:
-    # the real sizes, cache breakpoints and prefix breaks, beside the replayed arms.
-    recorded: list[Any] = field(default_factory=list)
+    # The requests as sent (the proxy's record, or Claude Code's own in its transcript), when
+    # there is one: the real sizes, prefix breaks and usage, beside the replayed arms.
+    recorded: list[SentRequest] = field(default_factory=list)
 
     @classmethod
     def for_session(cls, overrides: dict[str, Any]) -> ContextFigures:
@@ -155,7 +157,9 @@ def panel_text(fig: ContextFigures, width: int, cursor_seq: int | None, cursor_r
     out.append(f" · {n:,} request{'s' * (n != 1)} · as sent: {sent_name} · peak {peak:,} chars"
                " · x: the context as sent at the cursor", "dim")  # fmt: skip
     if not n:
-        if not replaying:
+        if fig.recorded:  # requests seen by the proxy, no transcript: their record alone
+            recorded_rows(out, fig, spark_w, max(peak, 1), 0)
+        elif not replaying:
             out.append("\nNo requests yet: the model has not been called in this session.",
                        "dim")  # fmt: skip
         return out
@@ -206,27 +210,53 @@ def panel_text(fig: ContextFigures, width: int, cursor_seq: int | None, cursor_r
     return out
 
 
+# A recorded request's prefix break by its reason (context/request_diff.py).
+BREAK_MARKS = {"ttl": "t", "edit": "e", "stride": "s", "compaction": "C", "system": "S",
+               "tools": "S"}  # fmt: skip
+
+
+def _size(r: SentRequest) -> int:
+    return r.body_bytes or (len(canonical_json(r.body)) if r.body is not None else 0)
+
+
 def recorded_rows(out: Text, fig: ContextFigures, spark_w: int, peak: int, cur: int) -> None:
-    """The recorded requests' real sizes and their prefix breaks (K: a request keeps fewer
-    messages than the one before sent), on their own count of columns; `cur`: the cursor's
-    request when the two counts agree."""
+    """The recorded requests' real sizes, where each broke the cached prefix and why, and the
+    answers' own usage (cache reads over the prompt), on their own count of columns; `cur`:
+    the cursor's request when the two counts agree."""
     rec = fig.recorded
     if not rec:  # the replayed arms alone (a transcript without request records)
         return
-    sizes = [sum(r.sizes().values()) for r in rec]
+    sizes = [_size(r) for r in rec]
+    changes = diffs([r.body for r in rec], [r.ts for r in rec])
+    k = cur or len(rec)
+    here, change = rec[k - 1], changes[k - 1]
     out.append(f"\n{'recorded':<{LABEL}}", "bold")
-    out.append(sparkline(sizes, spark_w, max(peak, *sizes)), "magenta")
-    here = rec[cur - 1] if cur else rec[-1]
-    out.append(f"  {sum(here.sizes().values()):>{12 - 2},}", "dim")
+    out.append(sparkline([float(x) for x in sizes], spark_w, max(peak, *sizes)), "magenta")
+    out.append(f"  {sizes[k - 1]:>{12 - 2},}", "dim")
     marks = [" "] * len(bucketed([0.0] * len(rec), spark_w))
-    for r in rec:
-        if r.prefix_break:
-            marks[column_of(r.n, len(rec), spark_w)] = "K"
+    own = here.recorded  # Claude Code's own record: its breaks as it counts them (K)
+    for i, (r, c) in enumerate(zip(rec, changes, strict=True)):
+        if r.recorded is not None and r.recorded.prefix_break:
+            marks[column_of(i, len(rec), spark_w)] = "K"
+        elif r.recorded is None and c.broke:
+            marks[column_of(i, len(rec), spark_w)] = BREAK_MARKS.get(c.reason, "K")
     out.append(f"\n{'':<{LABEL}}")
     out.append("".join(marks), "yellow")
-    which = f"request {here.n + 1}" if cur else f"the last of {len(rec)}"
-    out.append(f"  K prefix break · {which}: {len(here.marks)} cache breakpoints, keeps "
-               f"{here.keep} of {here.prev_len}", "dim")  # fmt: skip
+    if own is not None:
+        out.append(f"  K prefix break · request {own.n + 1}: {len(own.marks)} cache breakpoints, "
+                   f"keeps {own.keep} of {own.prev_len}", "dim")  # fmt: skip
+    else:
+        out.append("  t expired · e edit · s stride · C compaction · S system/tools", "dim")
+    usages = [r.real_usage() for r in rec]
+    hits = [u.cache_hit_ratio if u and u.cache_hit_ratio is not None else -1.0 for u in usages]
+    if any(h >= 0 for h in hits):
+        out.append(f"\n{'real cache':<{LABEL}}")
+        out.append(sparkline(hits, spark_w, 1.0), "cyan")
+        out.append(f"  {'hit ' + format(hits[k - 1], '.0%') if hits[k - 1] >= 0 else '-':>10}",
+                   "dim")  # fmt: skip
+    which = f"request {k}" if cur else f"the last of {len(rec)}"
+    out.append(f"\n{which} as sent ({here.source}): {len(here.messages())} messages · "
+               f"{usage_words(usages[k - 1])} · {change.reason}", "dim")  # fmt: skip
 
 
 def request_line(fig: ContextFigures, k: int, digits: int = 4) -> str:
@@ -309,7 +339,7 @@ class ContextPanel(Widget):
         await fig.load(self.app.reader, self.session_id, self._paint_page)  # type: ignore[attr-defined]
         # After the replay's pages (its first paint is not delayed): the recorded requests.
         reader = self.app.reader  # type: ignore[attr-defined]  # App has no reader; CtxviewApp does
-        fig.recorded = rebuild_stored(await reader.api_request_rows(self.session_id))
+        fig.recorded = await session_requests(reader, self.session_id)
         fig.done = True
         fig.total = max(fig.total, fig.fed)
         self._page()
