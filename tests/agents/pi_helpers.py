@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 PI = HERE / "pi" / "node_modules" / ".bin" / "pi"
 CTXVIEW = Path(sys.executable).with_name("ctxview")
 MODEL = ["--provider", "fake", "--model", "fake-model"]
-TOOLS = ["--tools", "read,bash,edit,write,grep,find,ls"]
+TOOLS = ["--tools", "read,bash,edit,write,grep,find,ls,recall"]
 
 needs_pi = pytest.mark.skipif(not PI.exists(),
                               reason="pi is not installed (npm ci in tests/agents/pi)")  # fmt: skip

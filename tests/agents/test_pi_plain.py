@@ -9,8 +9,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_anthropic import FakeAnthropic  # noqa: E402
-from pi_helpers import needs_pi, pi_project, results  # noqa: E402
+from fake_anthropic import FakeAnthropic
+from pi_helpers import needs_pi, pi_project, results
 
 
 @needs_pi

@@ -13,7 +13,7 @@ from typing import Any
 from ctxview.agents.claude_code.install import InstallError
 from ctxview.commands.errors import CliError
 
-HOSTS = {"claude-code": "claude_code.install", "codex": "codex.install"}
+HOSTS = {"claude-code": "claude_code.install", "codex": "codex.install", "pi": "pi.install"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
