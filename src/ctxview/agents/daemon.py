@@ -43,6 +43,7 @@ from ctxview.agents.hook_client import BUDGET, event_name, socket_path
 from ctxview.agents.hook_http import HookServer
 from ctxview.agents.hook_trace import Trace, Traces
 from ctxview.agents.hosts import HOSTS, HostEngine
+from ctxview.agents.pi import engine as pi_engine
 
 IDLE = 900.0  # seconds without a hook, and no session open, before the engine exits
 LONG_IDLE = 12 * 3600.0  # ... with a session open (one killed never said SessionEnd)
@@ -189,6 +190,8 @@ class Daemon:
     async def _respond(self, event: str, payload: dict[str, Any], trace: Trace
                        ) -> dict[str, Any] | None:  # fmt: skip
         await self._ready()
+        if event.startswith(pi_engine.PREFIX):  # ctxview's pi extension (agents/pi/engine.py)
+            return await pi_engine.respond(self.engine, event, payload, trace)
         return await self.engine.respond(event, payload, trace)
 
     def _touch(self) -> None:

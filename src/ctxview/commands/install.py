@@ -17,6 +17,7 @@ HOSTS = {
     "claude-code": "claude_code.install",
     "codex": "codex.install",
     "gemini": "gemini.install",
+    "pi": "pi.install",
 }
 
 

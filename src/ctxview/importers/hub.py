@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from ctxview.engine.session import Session
 from ctxview.importers.detect import CLAUDE
+from ctxview.importers.formats import PI
 from ctxview.importers.replay import Replay
 from ctxview.store import Writer
 
@@ -87,7 +88,7 @@ class Hub:
 
     def _fields(self, replay: Replay, *, ended: float | None) -> dict[str, Any]:
         fields: dict[str, Any] = {"data": json.dumps(replay.data, ensure_ascii=False)}
-        if not (self.format == CLAUDE and replay.data.get("hooked")):
+        if not (self.format in (CLAUDE, PI) and replay.data.get("hooked")):
             # A hooked Claude Code session's life is its hooks' (SessionStart, SessionEnd,
             # SubagentStop): an import of its transcript, live or not, neither ends it nor makes
             # it live again (the hook engine's own import made ended sub-agents live).

@@ -1,0 +1,160 @@
+"""ctxview inside the real pi: `ctxview install pi`, then a scripted session over pi's RPC mode
+(reads a file twice, a range of it, a long command, a search twice, an edit, a recall, pi's
+compaction, a read after it). The requests the scripted model received hold every rule's text,
+and the store holds one session `pi-<pi's session id>` with exactly those texts; `ctxview
+import` of pi's own file lands in it and adds nothing. With the engine failing, pi's own
+outputs reach the model and the failure is recorded; `uninstall` restores the project."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fake_anthropic import FakeAnthropic
+from pi_helpers import PiProject, Rpc, needs_pi, pi_project, results, texts
+
+from ctxview.agents import failures
+
+A = "x = 1\ny = 2\nz = 3\nw = 4\n"
+GREP = 'grep -rn "y =" --include=*.py .'
+
+
+def _recall(body: dict[str, Any]) -> dict[str, Any]:
+    first = results(body)["toolu_0001_read"]
+    rid = re.match(r"\[(#[0-9a-f]{4}) ", first)
+    assert rid, first
+    return {"tool": "recall", "input": {"id": rid.group(1)}}
+
+
+STEPS: list[Any] = [
+    {"tool": "read", "input": {"path": "a.py"}},
+    {"tool": "read", "input": {"path": "a.py"}},
+    {"tool": "read", "input": {"path": "a.py", "offset": 2, "limit": 2}},
+    {"tool": "bash", "input": {"command": "seq 1 3000"}},
+    {"tool": "bash", "input": {"command": GREP}},
+    {"tool": "bash", "input": {"command": GREP}},
+    {
+        "tool": "edit",
+        "input": {"path": "a.py", "edits": [{"oldText": "y = 2", "newText": "y = 20"}]},
+    },
+    _recall,
+    {"text": "Done one."},
+    {"tool": "read", "input": {"path": "b.py"}},
+    {"text": "Done two."},
+]
+
+
+def _session(p: PiProject, **env: str) -> FakeAnthropic:
+    (p.root / "a.py").write_text(A)
+    (p.root / "b.py").write_text("b = 1\n")
+    (p.root / ".pi").mkdir(exist_ok=True)
+    # pi keeps the last 20k tokens whole by default: this small session is compacted whole.
+    (p.root / ".pi" / "settings.json").write_text(json.dumps(
+        {"compaction": {"keepRecentTokens": 50}}))  # fmt: skip
+    with FakeAnthropic(list(STEPS)) as api:
+        p.provider(api.url)
+        rpc = Rpc(p, **env)
+        try:
+            rpc.prompt("Work on a.py")
+            assert rpc.compact()["success"]
+            rpc.prompt("Now b.py")
+        finally:
+            rpc.close()
+    return api
+
+
+def _stored(p: PiProject) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    with sqlite3.connect(p.store) as db:
+        sessions = db.execute("SELECT id, source, json_extract(data, '$.hooked') FROM sessions"
+                              ).fetchall()  # fmt: skip
+        shown = db.execute(
+            "SELECT e.call_ref, b.shown FROM events e JOIN bodies b ON b.session = e.session"
+            " AND b.rid = e.rid WHERE e.kind = 'result' ORDER BY e.seq").fetchall()  # fmt: skip
+    return sessions, shown
+
+
+@needs_pi
+def test_pi_session_gets_every_rule_and_the_store_holds_it_once(tmp_path: Path) -> None:
+    with pi_project(tmp_path) as p:
+        done = p.ctxview("install", "pi")
+        assert done.returncode == 0, done.stderr
+        api = _session(p)
+        before = api.main_requests[8]  # the request after the recall, before the compaction
+        got = results(before)
+        assert re.fullmatch(r"\[#1000 a\.py lines 1-4 of 4 sha [0-9a-f]{8}\]\n1: x = 1\n"
+                            r"2: y = 2\n3: z = 3\n4: w = 4", got["toolu_0001_read"])  # fmt: skip
+        assert re.fullmatch(r"\[#1001 a\.py lines 1-4 of 4 sha [0-9a-f]{8}\] Unchanged since "
+                            r"#1000, which already shows lines 1-4\.", got["toolu_0002_read"])  # fmt: skip
+        assert re.fullmatch(r"\[#1002 a\.py lines 2-3 of 4 sha [0-9a-f]{8}\] Unchanged since "
+                            r"#1000, which already shows lines 1-4\.", got["toolu_0003_read"])  # fmt: skip
+        bash = got["toolu_0004_bash"]
+        assert bash.startswith("[#1003]\n") and re.search(r"\n\[\d+ lines elided", bash), bash
+        assert got["toolu_0005_bash"].startswith("[#1004]\n./a.py:2:y = 2")
+        assert got["toolu_0006_bash"] == "[#1005] Same result as #1004."
+        assert re.fullmatch(r"\[#1006 a\.py sha [0-9a-f]{8}\]\n@@ -1,4 \+1,4 @@\n x = 1\n"
+                            r"-y = 2\n\+y = 20\n z = 3\n w = 4", got["toolu_0007_edit"])  # fmt: skip
+        assert got["toolu_0008_recall"].startswith("[#1007 recall #1000 lines 1-4 of 4]\n1: x = 1")
+        after = api.main_requests[9]  # the first request after pi's compaction
+        said = texts(after)
+        at = next(i for i, t in enumerate(said) if "<summary>" in t)
+        assert re.match(r"## Files read before this summary\n", said[at + 1]), said
+        assert re.search(r"\| a\.py \| 1-4 of 4 \| [0-9a-f]{8} \| #1000 \|", said[at + 1])
+        last = results(api.main_requests[10])
+        assert re.fullmatch(r"\[#1008 b\.py lines 1-1 of 1 sha [0-9a-f]{8}\]\n1: b = 1",
+                            last["toolu_0009_read"])  # fmt: skip
+
+        (pi_file,) = p.sessions()
+        pid = json.loads(pi_file.read_text().splitlines()[0])["id"]
+        sessions, shown = _stored(p)
+        assert sessions == [(f"pi-{pid}", "pi", 1)]
+        seen = {**got, **last}
+        assert dict(shown) == seen  # exactly the texts the model got, each once
+        with sqlite3.connect(p.store) as db:
+            assert db.execute("SELECT count(*) FROM events WHERE kind = 'compaction'"
+                              ).fetchone() == (1,)  # fmt: skip
+        again = p.ctxview("import", str(pi_file))
+        assert again.returncode == 0, again.stderr
+        assert _stored(p) == (sessions, shown)  # the import is the same session: nothing new
+        assert failures.read(p.store) == []
+
+
+@needs_pi
+def test_a_failing_engine_leaves_pis_own_outputs_and_is_recorded(tmp_path: Path) -> None:
+    with pi_project(tmp_path) as p:
+        assert p.ctxview("install", "pi").returncode == 0
+        api = _session(p, CTXVIEW_HOOK_FAIL="1")
+        got = results(api.main_requests[8])
+        assert got["toolu_0001_read"] == A  # pi's own text, untouched
+        assert got["toolu_0002_read"] == A
+        assert got["toolu_0006_bash"] == "./a.py:2:y = 2\n"
+        assert "Successfully" in got["toolu_0007_edit"]
+        recorded = failures.read(p.store)
+        assert {f["event"] for f in recorded} >= {"pi.tool_result"}
+        assert all("CTXVIEW_HOOK_FAIL" in f["error"] for f in recorded)
+
+
+@needs_pi
+def test_uninstall_restores_the_project_exactly(tmp_path: Path) -> None:
+    with pi_project(tmp_path) as p:
+        (p.root / ".pi").mkdir()
+        (p.root / ".pi" / "settings.json").write_text('{"theme": "dark"}\n')
+        before = sorted((q.relative_to(p.root), q.read_bytes() if q.is_file() else None)
+                        for q in p.root.rglob("*"))  # fmt: skip
+        assert p.ctxview("install", "pi").returncode == 0
+        assert (p.root / ".pi" / "extensions" / "ctxview.ts").is_file()
+        assert p.ctxview("install", "pi").stdout.startswith("pi: already set up")
+        done = p.ctxview("uninstall", "pi")
+        assert done.returncode == 0, done.stderr
+        after = sorted((q.relative_to(p.root), q.read_bytes() if q.is_file() else None)
+                       for q in p.root.rglob("*"))  # fmt: skip
+        assert after == before
+        (p.root / ".pi" / "extensions").mkdir()
+        (p.root / ".pi" / "extensions" / "ctxview.ts").write_text("export default () => {}\n")
+        refused = p.ctxview("install", "pi")
+        assert refused.returncode != 0 and "not ctxview's extension" in refused.stderr
