@@ -33,7 +33,7 @@ def rewriter(args: argparse.Namespace) -> Rewriter:
 
 
 def check_upstream(url: str | None) -> None:
-    from ctxview.cli import CliError
+    from ctxview.commands.errors import CliError
 
     if url is not None and not url.startswith(("http://", "https://")):
         raise CliError(f"--upstream {url!r} is not an http:// or https:// URL.")
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    from ctxview.cli import CliError
+    from ctxview.commands.errors import CliError
     from ctxview.proxy.server import Proxy
 
     store = store_path(args)

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ctxview.cli import CliError
+    from ctxview.commands.errors import CliError
     from ctxview.proxy.record import rebuild
 
     reader = await open_reader(args)

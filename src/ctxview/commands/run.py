@@ -35,7 +35,7 @@ def command_line(cmd: list[str], base: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxview.cli import CliError
+    from ctxview.commands.errors import CliError
 
     check_upstream(args.upstream)
     cmd = list(args.cmd)
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, cmd: list[str]) -> int:
-    from ctxview.cli import CliError
+    from ctxview.commands.errors import CliError
     from ctxview.proxy.server import Proxy
 
     store = store_path(args)

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ctxview.cli import CliError
+    from ctxview.commands.errors import CliError
 
     source = None
     if args.agent:

@@ -61,12 +61,12 @@ def split(protocol: str, body: Any) -> Parts | None:
         return None
     mkey, skey = layout
     params = dict(body)
-    messages = params.get(mkey)
-    has_messages = isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
+    got: Any = params.get(mkey)
+    has_messages = isinstance(got, list) and all(isinstance(m, dict) for m in got)
+    messages: list[dict[str, Any]] = []
     if has_messages:
+        messages = got
         del params[mkey]
-    else:
-        messages = []
     has_system = skey is not None and skey in params
     system = params.pop(skey) if has_system and skey is not None else None
     tools = params.get("tools")

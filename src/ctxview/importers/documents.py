@@ -29,6 +29,7 @@ from ctxview.importers import formats
 from ctxview.importers.common import BadRecord, id_text, path_text, valid_unicode, when
 from ctxview.importers.detect import NotTranscript
 from ctxview.importers.document_probe import gemini_document, opencode_storage_root
+from ctxview.importers.file_report import FileReport
 from ctxview.importers.replay import Replay
 from ctxview.store import Writer
 
@@ -117,7 +118,7 @@ def _opencode_storage(root: Path) -> list[dict[str, Any]]:
         info = _json_file(f)
         if not isinstance(info, dict) or not id_text(info.get("id")):
             continue
-        messages = []
+        messages: list[dict[str, Any]] = []
         for mf in sorted((root / "message" / info["id"]).glob("*.json")):
             msg = _json_file(mf)
             if not isinstance(msg, dict) or not id_text(msg.get("id")):
@@ -264,9 +265,8 @@ def _parser(fmt: str, hub: Any, state: dict[str, Any]) -> DocParser:
 
 
 async def import_document(writer: Writer, path: Path, fmt: str, *, live: bool = False,
-                          progress: Any = None) -> Any:  # fmt: skip
-    """Import what is new in every session of the source at `path`; the runner's FileReport."""
-    from ctxview.importers.file_report import FileReport
+                          progress: Any = None) -> FileReport:  # fmt: skip
+    """Import what is new in every session of the source at `path`."""
 
     report = FileReport(str(path), format=fmt)
     docs = _reader(fmt)(path, live)

@@ -25,7 +25,7 @@ def _order(path: Path) -> tuple[int, str]:
 def _other_agents(folder: Path) -> list[Path]:
     """The session files of the other agents under `folder` that are not `*.jsonl`: Gemini CLI's
     `chats/*.json`, OpenCode's `opencode.db` and storage/ folder, aider's history."""
-    from ctxview.importers.documents import opencode_storage_root
+    from ctxview.importers.document_probe import opencode_storage_root
 
     out = [f for f in folder.rglob("*.json") if f.parent.name == "chats" and f.is_file()]
     out += [f for f in folder.rglob("opencode.db") if f.is_file()]
@@ -38,7 +38,7 @@ def transcripts(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
     """(files named on the command line, files found in the folders named): every `*.jsonl`, and
     the other agents' session files (`_other_agents`). An OpenCode storage/ folder named is
     itself a source."""
-    from ctxview.importers.documents import opencode_storage_root
+    from ctxview.importers.document_probe import opencode_storage_root
 
     given: list[Path] = []
     found: list[Path] = []

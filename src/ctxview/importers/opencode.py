@@ -58,9 +58,9 @@ class OpenCodeParser(SimpleParser):
         parts = need(rec.get("parts", []), list, "parts")
         role = need(info.get("role"), str, "role")
         t = info.get("time")
-        ts = when((t.get("created") / 1000) if isinstance(t, dict) and isinstance(
-            t.get("created"), int | float) and not isinstance(t.get("created"), bool) else None,
-            self.hub.last_ts)  # fmt: skip
+        created = t.get("created") if isinstance(t, dict) else None
+        ms = created if isinstance(created, int | float) and not isinstance(created, bool) else None
+        ts = when(ms / 1000 if ms is not None else None, self.hub.last_ts)
         self.hub.last_ts = ts
         main = self.hub.main
         if role == "user":
@@ -81,9 +81,9 @@ class OpenCodeParser(SimpleParser):
         if role != "assistant":
             raise BadRecord(f"unknown message role {role!r}")
         if info.get("summary") is True:
-            text = "\n\n".join(p["text"] for p in parts if isinstance(p, dict)
-                               and p.get("type") == "text" and isinstance(p.get("text"), str))  # fmt: skip
-            await main.compact(text, ts=ts, data={"source": "summary"})
+            summary = "\n\n".join(p["text"] for p in parts if isinstance(p, dict)
+                                  and p.get("type") == "text" and isinstance(p.get("text"), str))  # fmt: skip
+            await main.compact(summary, ts=ts, data={"source": "summary"})
             return
         text: list[str] = []
         thinking: list[str] = []
@@ -144,7 +144,8 @@ def _data(info: dict[str, Any]) -> dict[str, Any]:
         data["model"] = info["modelID"]
     tokens = info.get("tokens")
     if isinstance(tokens, dict):
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        got = tokens.get("cache")
+        cache: dict[str, Any] = got if isinstance(got, dict) else {}
 
         def n(d: dict[str, Any], key: str) -> int:
             v = d.get(key)

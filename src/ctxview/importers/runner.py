@@ -501,7 +501,7 @@ async def check_file(writer: Writer, path: Path | str) -> None:
     hooked session's transcript (`HookedElsewhere`). A file still empty passes."""
     importer = FileImporter(writer, path)
     fmt = detect(importer.path)
-    if fmt in (CLAUDE, CODEX) or line_format(fmt or "") is not None:
+    if fmt is not None and (fmt in (CLAUDE, CODEX) or line_format(fmt) is not None):
         await importer._info(session_id(fmt, identify(importer.path, fmt)))
 
 

@@ -118,8 +118,8 @@ class Proxy:
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
         await site.start()
         server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        assert isinstance(server, asyncio.Server)  # a TCPSite's is: the port it was given
+        self.port = server.sockets[0].getsockname()[1]
         return Endpoint(self.port, self.secret)
 
     async def stop(self) -> None:

@@ -86,13 +86,14 @@ def read_sessions(path: Path) -> list[dict[str, Any]]:
             owner = sessions.get(r["session_id"])
             if owner is None:
                 continue
-            msg = {"info": _obj(r, {"id": "id", "sessionID": "session_id"}), "parts": []}
+            msg: dict[str, Any] = {"info": _obj(r, {"id": "id", "sessionID": "session_id"}),
+                                   "parts": []}
             owner["messages"].append(msg)
             messages[r["id"]] = msg
         for r in conn.execute("SELECT * FROM part ORDER BY message_id, id"):
-            msg = messages.get(r["message_id"])
-            if msg is not None:
-                msg["parts"].append(_obj(r, {"id": "id", "messageID": "message_id",
+            owned = messages.get(r["message_id"])
+            if owned is not None:
+                owned["parts"].append(_obj(r, {"id": "id", "messageID": "message_id",
                                              "sessionID": "session_id"}))  # fmt: skip
         return list(sessions.values())
     except sqlite3.Error as exc:

@@ -115,8 +115,8 @@ class ContextScreen(CtxviewScreen[None]):
                      f"{_n(len(r.marks), 'cache breakpoint')} · {prefix} · {self.session_id}")  # fmt: skip
         else:
             shown = "its JSON" if self.json else "j: its JSON"
-            size = _n(len(req.messages()), "message")
-            body = "not JSON, as it came" if req.body is None else size
+            count = _n(len(req.messages()), "message")
+            body = "not JSON, as it came" if req.body is None else count
             title = (f"Request {k} of {n}, exactly as forwarded (ctxview proxy, {req.protocol}) · "
                      f"{body} · {_n(req.body_bytes or 0, 'byte')} · status {req.status} · "
                      f"{usage_words(req.real_usage())} · {shown} · {self.session_id}")  # fmt: skip

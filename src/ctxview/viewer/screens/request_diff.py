@@ -118,7 +118,7 @@ class RequestDiffScreen(CtxviewScreen[None]):
         yield Footer()
 
     async def on_mount(self) -> None:
-        self.requests = await session_requests(self.app.reader, self.session_id)  # type: ignore[attr-defined]
+        self.requests = await session_requests(self.app.reader, self.session_id)
         if not self.requests:
             self.query_one("#diff-title", Static).update(Text(
                 f"No recorded requests in {self.session_id}: what changed between requests is "

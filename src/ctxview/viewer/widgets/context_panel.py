@@ -12,7 +12,7 @@ import asyncio
 import bisect
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ ARM_LABELS = {"none": "none", "hygiene": "3.0.0", "elided": "elided"}
 PAGE = 2000
 
 
-def sparkline(values: list[float], width: int, top: float) -> str:
+def sparkline(values: Sequence[float], width: int, top: float) -> str:
     """`values` in `width` columns (each column the largest of its bucket), scaled to `top`;
     a space where there is no value (None is not allowed: pass -1)."""
     if width <= 0 or not values:
@@ -54,7 +54,7 @@ def bucket_size(n: int, width: int) -> int:
     return max(1, -(-n // width))
 
 
-def bucketed(values: list[float], width: int) -> list[float]:
+def bucketed(values: Sequence[float], width: int) -> list[float]:
     size = bucket_size(len(values), width)
     return [max(values[i : i + size]) for i in range(0, len(values), size)]
 
