@@ -135,7 +135,8 @@ class Bodies:
         ranges = [reader.events_range(sid, lo, hi) for lo, hi in clusters(todo, 400)]
         if not ranges and not rids:
             return
-        *events, shown = await asyncio.gather(*ranges, reader.shown(sid, rids))
+        # Nested, in the same order (the tasks are made as the arguments are): typed.
+        events, shown = await asyncio.gather(asyncio.gather(*ranges), reader.shown(sid, rids))
         self.keep([ev for part in events for ev in part], shown)
 
 

@@ -138,15 +138,21 @@ class TranscriptLoader:
             # (the target's call just before it, the results after it); the rest is fetched
             # below, once the blocks are known.
             near = [rid + i for i in range(16)] if rid is not None else []
-            end, older, newer, upto, elided, events, shown = await asyncio.gather(
-                reader.last_seq(sid),
-                reader.outline(sid, before=around, limit=WINDOW_BEFORE),
-                reader.outline(sid, after=around - 1, before=around + WINDOW_AFTER,
-                               limit=WINDOW_AFTER),
-                reader.count_kind(sid, "compaction", around - 1),
-                elides,
-                reader.events_range(sid, max(around - 8, 1), around + 40),
-                reader.shown(sid, near),
+            # Two gathers, one wave (their tasks are made in this order): typeshed types a
+            # gather of at most six.
+            (end, older, newer, upto), (elided, events, shown) = await asyncio.gather(
+                asyncio.gather(
+                    reader.last_seq(sid),
+                    reader.outline(sid, before=around, limit=WINDOW_BEFORE),
+                    reader.outline(sid, after=around - 1, before=around + WINDOW_AFTER,
+                                   limit=WINDOW_AFTER),
+                    reader.count_kind(sid, "compaction", around - 1),
+                ),
+                asyncio.gather(
+                    elides,
+                    reader.events_range(sid, max(around - 8, 1), around + 40),
+                    reader.shown(sid, near),
+                ),
             )  # fmt: skip
             rows = older + newer
             # The boundaries before the window's first row: those up to the target less the

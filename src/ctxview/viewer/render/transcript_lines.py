@@ -66,13 +66,14 @@ class TranscriptLines:
                              self.digits, self.words, self.layout.raw, elided=self.elided,
                              extra={"agents": self.agents})  # fmt: skip
 
-    def block(self, block: Block, width: int, palette: Palette, console: Console,
-              style: Style) -> list[Strip] | None:  # fmt: skip
-        """A block's strips at `width`, or None while its text loads (asked for then)."""
+    def cached(self, block: Block, width: int, palette: Palette) -> list[Strip] | None:
+        """A block's strips at `width` when they are drawn already."""
+        return self.strips.get(self.key(block, width, palette))
+
+    def wrap(self, block: Block, width: int, palette: Palette, console: Console,
+             style: Style) -> list[Strip] | None:  # fmt: skip
+        """A block's strips at `width`, drawn now, or None while its text loads (asked for)."""
         key = self.key(block, width, palette)
-        cached = self.strips.get(key)
-        if cached is not None:
-            return cached
         data = self.bodies.data(block, self.layout.stored_mode)
         if data is None:
             return None

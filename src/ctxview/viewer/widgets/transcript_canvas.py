@@ -232,7 +232,11 @@ class TranscriptCanvas(ScrollView):
     # Rendering
 
     def _strips_for(self, block: Block, width: int) -> list[Strip] | None:
-        strips = self.lines.block(block, width, self.palette, self.app.console, self.rich_style)
+        palette = self.palette
+        strips = self.lines.cached(block, width, palette)
+        if strips is None:
+            # The console and the style only for a block drawn anew: the style walks the DOM.
+            strips = self.lines.wrap(block, width, palette, self.app.console, self.rich_style)
         if strips is not None:
             self._check_height(block, len(strips))
         return strips

@@ -52,12 +52,13 @@ async def show_hit(view: HitHost, seq: int, words: tuple[str, ...]) -> None:
     view.move_to(block, top=True)
     row = await _row_of(view, block, words)
     opened: list[Callable[[Block], None]] = []
-    for can, toggle in (
+    steps: list[tuple[Callable[[Block], bool], Callable[[Block], None]]] = [
         (lambda b: view.foldable(b) and not b.open, view.toggle_fold),
         (lambda b: b.kind in ("message", "tool") and not b.detail_open, view.toggle_detail),
         (lambda b: b.kind == "tool" and b.capped and not b.elision_open
          and not view.stored_mode, view.toggle_elision),
-    ):  # fmt: skip
+    ]  # fmt: skip
+    for can, toggle in steps:
         if row is not None:
             break
         if can(block):

@@ -9,7 +9,7 @@ drawn. This class is what a person does: moves the cursor, opens, folds, lands o
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, TypeAlias
 
 from textual import events
 from textual.binding import Binding, BindingType
@@ -38,14 +38,14 @@ class TranscriptView(TranscriptCanvas, can_focus=True):
         Binding("r", "raw", "Raw/Markdown", show=False),
     ]
 
-    # The messages it posts (widgets/transcript_messages.py)
-    Follow = messages.Follow
-    StubFollowed = messages.StubFollowed
-    ModeChanged = messages.ModeChanged
-    Loaded = messages.Loaded
-    Landed = messages.Landed
-    AgentFollowed = messages.AgentFollowed
-    SeqFollowed = messages.SeqFollowed
+    # The messages it posts (widgets/transcript_messages.py), by the names the screen knows
+    Follow: TypeAlias = messages.Follow
+    StubFollowed: TypeAlias = messages.StubFollowed
+    ModeChanged: TypeAlias = messages.ModeChanged
+    Loaded: TypeAlias = messages.Loaded
+    Landed: TypeAlias = messages.Landed
+    AgentFollowed: TypeAlias = messages.AgentFollowed
+    SeqFollowed: TypeAlias = messages.SeqFollowed
 
     # Loading (the loader's; see loading/loader.py)
 
