@@ -195,7 +195,7 @@ async def visible_ready(view: Any) -> None:
     """Until every line on screen is drawn with its text (no placeholder)."""
     while True:
         text = view.screen_text()
-        if view.blocks and "…\n" not in text + "\n" and not view._loading:
+        if view.blocks and "…\n" not in text + "\n" and not view.bodies.loading:
             placeholders = [ln for ln in text.split("\n") if ln.strip() == "…"]
             if not placeholders:
                 return
@@ -329,10 +329,10 @@ async def append_cost(view: Any, rounds: int = 200) -> float:
         seq = view.outline.last_seq + 1
         row = dict.fromkeys(OUTLINE_COLUMNS)
         row.update(seq=seq, kind="message", role="assistant", capped=0, text_lines=1)
-        view._events[seq] = Event(ts=0.0, kind="message", role="assistant",
+        view.bodies.events[seq] = Event(ts=0.0, kind="message", role="assistant",
                                   text=f"appended row {seq}", seq=seq)  # fmt: skip
         t = time.perf_counter()
-        view._append([tuple(row[c] for c in OUTLINE_COLUMNS)])
+        view.add_rows([tuple(row[c] for c in OUTLINE_COLUMNS)], live=True)
         view.screen_text()
         times.append(time.perf_counter() - t)
         await asyncio.sleep(0)

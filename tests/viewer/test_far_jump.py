@@ -15,7 +15,7 @@ from ctxview.engine.session import Session
 from ctxview.store import Writer
 from ctxview.store.records import Body, Event
 from ctxview.viewer.app import CtxviewApp
-from ctxview.viewer.widgets import transcript_view
+from ctxview.viewer.loading import loader
 from ctxview.viewer.widgets.transcript_view import TranscriptView
 
 SIZE = (100, 30)
@@ -50,11 +50,11 @@ async def _long(tmp: Path) -> Path:
 
 @pytest.fixture
 async def long_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(transcript_view, "TAIL_ROWS", 100)
-    monkeypatch.setattr(transcript_view, "CHUNK_ROWS", 10)
-    monkeypatch.setattr(transcript_view, "AHEAD_ROWS", 10)
-    monkeypatch.setattr(transcript_view, "WINDOW_BEFORE", 20)
-    monkeypatch.setattr(transcript_view, "WINDOW_AFTER", 60)
+    monkeypatch.setattr(loader, "TAIL_ROWS", 100)
+    monkeypatch.setattr(loader, "CHUNK_ROWS", 10)
+    monkeypatch.setattr(loader, "AHEAD_ROWS", 10)
+    monkeypatch.setattr(loader, "WINDOW_BEFORE", 20)
+    monkeypatch.setattr(loader, "WINDOW_AFTER", 60)
     return await _long(tmp_path)
 
 

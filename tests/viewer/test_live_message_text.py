@@ -110,7 +110,7 @@ async def test_text_that_arrived_while_scrolled_up_is_there_at_the_tail(tmp_path
             await t.write(1)
             last = view.blocks[-1]
             # Read while scrolled up (the message is not on screen): the view's copy of it.
-            await wait_for(pilot, lambda: TEXT in (getattr(view._events.get(last.seq), "text",
+            await wait_for(pilot, lambda: TEXT in (getattr(view.bodies.events.get(last.seq), "text",
                                                            None) or ""))  # fmt: skip
             assert not view.following
             await pilot.press("end")

@@ -22,6 +22,7 @@ from viewer_helpers import settle, view_of, wait_for
 from ctxview.engine.session import Session
 from ctxview.store import Reader, Writer
 from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.loading.bodies import Bodies
 from ctxview.viewer.widgets.transcript_view import TranscriptView
 
 SIZE = (100, 30)
@@ -39,13 +40,13 @@ async def test_a_far_jump_lands_with_its_screen_fetched(
     long_store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wanted: list[int] = []  # seqs a drawn block found missing (each costs another query round)
-    schedule = TranscriptView._schedule_load
+    schedule = Bodies.schedule
 
-    def record(self: TranscriptView) -> None:
-        wanted.extend(self._want_seqs)
+    def record(self: Bodies) -> None:
+        wanted.extend(self.want_seqs)
         schedule(self)
 
-    monkeypatch.setattr(TranscriptView, "_schedule_load", record)
+    monkeypatch.setattr(Bodies, "schedule", record)
     async with CtxviewApp(long_store, session="s-long").run_test(size=SIZE) as pilot:
         view = await _opened(pilot)
         for target in (FIRST + 3, FIRST + 400, FIRST + 55):

@@ -93,7 +93,7 @@ async def settle(pilot: Pilot, view: TranscriptView) -> None:
         await pilot.pause()
         view.screen_text()
         await asyncio.sleep(0)
-    await wait_for(pilot, lambda: not view._loading and not view._heights_scheduled)
+    await wait_for(pilot, lambda: not view.bodies.loading and not view._heights_scheduled)
     await pilot.pause()
 
 

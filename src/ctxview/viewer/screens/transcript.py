@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import events, on, work
+from textual import events, getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widget import MountError
@@ -17,6 +17,7 @@ from ctxview.rules.ids import format_id, parse_id
 from ctxview.store import StoreError
 from ctxview.store.records import SessionRow
 from ctxview.store.search import Hit
+from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.live_state import header_parts
 from ctxview.viewer.messages import Jump, OpenSession, StoreChanged
 from ctxview.viewer.screens.teardown import CtxviewScreen
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 class TranscriptScreen(CtxviewScreen[None]):
     """One session, following its tail."""
 
+    app = getters.app(CtxviewApp)  # typed: the app's reader
     SEARCH_LIMIT = 1000  # hits a search takes; past it the count says "1,000+"
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -98,7 +100,7 @@ class TranscriptScreen(CtxviewScreen[None]):
         yield Footer()
 
     async def on_mount(self) -> None:
-        reader = self.app.reader  # type: ignore[attr-defined]
+        reader = self.app.reader
         try:
             row = await reader.resolve_session(self.session_id or None)
         except StoreError as exc:  # no such session, or none yet: say so, do not crash
@@ -124,7 +126,7 @@ class TranscriptScreen(CtxviewScreen[None]):
             await self.search(query, at_seq=around)
             return
         if self.pending_jump is not None:  # `--jump ID`: the rows around it first
-            ev = await self.app.reader.result(self.session_id, self.pending_jump)  # type: ignore[attr-defined]
+            ev = await self.app.reader.result(self.session_id, self.pending_jump)
             if ev is not None and ev.seq is not None:
                 around, rid, self.pending_jump = ev.seq, self.pending_jump, None
         await self.view.load(around=around, rid=rid)
@@ -185,7 +187,7 @@ class TranscriptScreen(CtxviewScreen[None]):
 
     async def _reload_title(self) -> None:
         row = getattr(self, "_title_row", None)
-        head = await self.app.reader.session_head(self.session_id)  # type: ignore[attr-defined]
+        head = await self.app.reader.session_head(self.session_id)
         if row is not None and head is not None and self.is_attached:
             self._show_title(replace(row, title=head[0], ended=head[1], lease_until=head[2]))
 
@@ -279,11 +281,11 @@ class TranscriptScreen(CtxviewScreen[None]):
         """A result among the rows not loaded yet: load the rows around it and land there."""
         self.view.hold_loading(True)  # the loader's next step would hold up the lookup
         try:
-            ev = await self.app.reader.result(self.session_id, rid)  # type: ignore[attr-defined]
+            ev = await self.app.reader.result(self.session_id, rid)
         finally:
             self.view.hold_loading(False)
         if ev is None or ev.seq is None:
-            holder = await self.app.reader.tree_holder(self.session_id, rid)  # type: ignore[attr-defined]
+            holder = await self.app.reader.tree_holder(self.session_id, rid)
             if holder is not None and holder != self.session_id:
                 self.app.post_message(Jump(holder, rid))  # its transcript, at that id
                 return
@@ -373,7 +375,7 @@ class TranscriptScreen(CtxviewScreen[None]):
     async def search(self, query: str, *, at_seq: int | None = None) -> None:
         """Messages, calls, thinking, summaries and results matching `query`; the first hit at or
         after the cursor (or at event `at_seq`) is shown, on its line."""
-        reader = self.app.reader  # type: ignore[attr-defined]
+        reader = self.app.reader
         self.search_query = query.strip()
         self.hits, self.hits_more = (
             await reader.search_hits(self.search_query, session=self.session_id,
