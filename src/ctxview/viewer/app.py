@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -17,6 +16,7 @@ from textual.screen import Screen
 from ctxview.store import Reader, StoreError
 from ctxview.store.connect import identity
 from ctxview.viewer.messages import Jump, OpenResult, OpenSession, StoreChanged
+from ctxview.viewer.reader_app import ReaderApp
 from ctxview.viewer.watch import StoreWatcher
 
 
@@ -26,7 +26,7 @@ def _ids_provider() -> type[Provider]:
     return IdsProvider
 
 
-class CtxviewApp(App[None]):
+class CtxviewApp(ReaderApp):
     """A Textual app over a ctxview store. It reads the store and never writes it."""
 
     CSS_PATH = "app.tcss"
@@ -123,7 +123,7 @@ class CtxviewApp(App[None]):
         return TranscriptScreen(self.start_session, jump=self.start_jump)
 
     async def on_unmount(self) -> None:
-        gc.unfreeze()
+        self.release_loaded()  # whatever a transcript kept
         if self.watcher is not None:
             await self.watcher.stop()
         if self.reader is not None:
@@ -137,19 +137,6 @@ class CtxviewApp(App[None]):
         for screen in self.screen_stack:
             if type(screen) is not Screen:
                 screen.post_message(StoreChanged())
-
-    # The heap: what a transcript loaded, kept out of the cyclic collector's full collections
-
-    def keep_loaded(self) -> None:
-        """What is loaded now goes out of the cyclic collector's reach: a transcript's outline
-        is a heap of small objects (195,000 at 100,000 results) that each full collection
-        scanned (50-290 ms pauses, in the middle of a jump). Its objects are still freed by
-        their reference counts. The one place the viewer calls `gc`."""
-        gc.freeze()
-
-    def release_loaded(self) -> None:
-        """A transcript went (or its load was cancelled): what was kept may be collected."""
-        gc.unfreeze()
 
     # The store's file deleted, replaced or renamed over (the watcher looks)
 

@@ -17,7 +17,7 @@ from textual.messages import Prune
 from textual.screen import Screen
 from textual.worker import Worker
 
-from ctxview.viewer.app import CtxviewApp
+from ctxview.viewer.reader_app import ReaderApp
 
 ResultT = TypeVar("ResultT")
 
@@ -25,7 +25,7 @@ ResultT = TypeVar("ResultT")
 class CtxviewScreen(Screen[ResultT]):
     """A screen whose work stops at the start of its teardown."""
 
-    app = getters.app(CtxviewApp)  # typed: ctxview's app, its reader
+    app = getters.app(ReaderApp)  # typed: ctxview's app, its reader
     _leaving = False
 
     @on(Prune)

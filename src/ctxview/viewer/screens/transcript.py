@@ -17,9 +17,9 @@ from ctxview.rules.ids import format_id, parse_id
 from ctxview.store import StoreError
 from ctxview.store.records import SessionRow
 from ctxview.store.search import Hit
-from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.live_state import header_parts
 from ctxview.viewer.messages import Jump, OpenSession, StoreChanged
+from ctxview.viewer.reader_app import ReaderApp
 from ctxview.viewer.screens.teardown import CtxviewScreen
 from ctxview.viewer.widgets.footer import KeysFooter as Footer
 from ctxview.viewer.widgets.prompt import PromptBar
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 class TranscriptScreen(CtxviewScreen[None]):
     """One session, following its tail."""
 
-    app = getters.app(CtxviewApp)  # typed: the app's reader
+    app = getters.app(ReaderApp)  # typed: the app's reader
     SEARCH_LIMIT = 1000  # hits a search takes; past it the count says "1,000+"
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -442,7 +442,7 @@ class TranscriptScreen(CtxviewScreen[None]):
         if found:
             await found.first().remove()
             return
-        reader = self.app.reader  # type: ignore[attr-defined]  # CtxviewApp's, App is not typed
+        reader = self.app.reader
         figures = self._context_figures
         if figures is None:
             # The session's config as the screen read it on opening (the list query that sums a

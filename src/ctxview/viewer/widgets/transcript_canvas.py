@@ -15,13 +15,13 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ctxview.store import Reader
-from ctxview.viewer.app import CtxviewApp
 from ctxview.viewer.layout.heights import Heights
 from ctxview.viewer.layout.outline import Block, Outline
 from ctxview.viewer.layout.transcript_layout import Row, TranscriptLayout
 from ctxview.viewer.loading.bodies import Bodies
 from ctxview.viewer.loading.loader import TranscriptLoader
 from ctxview.viewer.loading.signal import Signal
+from ctxview.viewer.reader_app import ReaderApp
 from ctxview.viewer.render.colours import Palette
 from ctxview.viewer.render.transcript_lines import GUTTER, TranscriptLines
 from ctxview.viewer.widgets import transcript_messages as messages
@@ -30,7 +30,7 @@ from ctxview.viewer.widgets import transcript_messages as messages
 class TranscriptCanvas(ScrollView):
     """A session's transcript drawn line by line, with the block cursor's place."""
 
-    app = getters.app(CtxviewApp)  # typed: the app's reader, its heap (keep_loaded)
+    app = getters.app(ReaderApp)  # typed: the app's reader, its heap (keep_loaded)
 
     def __init__(self, session_id: str, *, digits: int = 4, **kwargs: Any) -> None:
         super().__init__(**kwargs)
