@@ -255,11 +255,16 @@ def _why(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
-def _code_stamp() -> float:
-    """The newest modification time of this folder's code (the hook protocol and the engine's
-    face), to notice an upgrade; about a millisecond."""
-    with os.scandir(Path(__file__).resolve().parent) as it:
-        return max(e.stat().st_mtime for e in it if e.name.endswith(".py"))
+def _code_stamp(root: Path | None = None) -> float:
+    """The newest modification time of the agents' code (the hook protocol, and each agent's
+    engine in its own folder: agents/claude_code/, ...), to notice an upgrade; about a
+    millisecond."""
+    newest = 0.0
+    for folder, _dirs, files in os.walk(root or Path(__file__).resolve().parent):
+        for name in files:
+            if name.endswith(".py"):
+                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime)
+    return newest
 
 
 def main(argv: list[str] | None = None) -> int:

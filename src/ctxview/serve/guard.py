@@ -270,7 +270,7 @@ def make_middleware(guard: Guard, tickets: Tickets, secure_cookie: bool = False)
 
 # ctxview's own page (textual-serve's, with every asset served here: no font from another
 # site, a title, an icon; see its comment) and the icon.
-PAGE = Path(__file__).with_name("serve_page")
+PAGE = Path(__file__).with_name("page")  # serve/page/
 FAVICON = PAGE / "favicon.svg"
 
 
