@@ -83,7 +83,8 @@ async def test_the_keys_screen_lists_each_key_once(tmp_path: Path) -> None:
         # t and r once: by their screen's name (the transcript's), not again under "Also here".
         assert keys["t (transcript)"] == keys["r (transcript)"] == 1, keys
         assert "t" not in keys and "r" not in keys, keys
-        assert keys["space"] == keys["x"] == 1  # what the list lacks is still added
+        assert keys["space"] == 1, keys  # what the list lacks is still added
+        assert keys["x (transcript)"] == 1 and "x" not in keys, keys  # named in "Requests"
 
 
 async def test_x_wraps_at_spaces_and_shows_calls_readably(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     ("Requests", [
         ("c (transcript)", "the context panel: size, breaks and cache use per request"),
         ("x (transcript)", "the context exactly as sent at the cursor's request"),
-        ("[  ] (request)", "previous / next request"),
+        ("[ ] (request)", "previous / next request"),
         ("j (request)", "a proxied request's body as JSON, exactly as forwarded"),
         ("d (request)", "changes since the previous request: where the prompt cache broke, why"),
     ]),
