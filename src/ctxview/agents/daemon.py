@@ -42,6 +42,7 @@ from ctxview.agents.engine_socket import private_folder
 from ctxview.agents.hook_client import BUDGET, event_name, socket_path
 from ctxview.agents.hook_http import HookServer
 from ctxview.agents.hook_trace import Trace, Traces
+from ctxview.agents.opencode import answers as opencode
 
 IDLE = 900.0  # seconds without a hook, and no session open, before the engine exits
 LONG_IDLE = 12 * 3600.0  # ... with a session open (one killed never said SessionEnd)
@@ -184,6 +185,8 @@ class Daemon:
     async def _respond(self, event: str, payload: dict[str, Any], trace: Trace
                        ) -> dict[str, Any] | None:  # fmt: skip
         await self._ready()
+        if event.startswith(opencode.PREFIX):  # OpenCode's plugin (agents/opencode)
+            return await opencode.respond(self.engine, event, payload, trace)
         return await self.engine.respond(event, payload, trace)
 
     def _touch(self) -> None:

@@ -13,7 +13,11 @@ from typing import Any
 from ctxview.agents.claude_code.install import InstallError
 from ctxview.commands.errors import CliError
 
-HOSTS = {"claude-code": "claude_code.install", "codex": "codex.install"}
+HOSTS = {
+    "claude-code": "claude_code.install",
+    "codex": "codex.install",
+    "opencode": "opencode.install",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
