@@ -130,3 +130,45 @@ def test_a_failing_plugin_leaves_opencode_its_own_outputs(tmp_path: Path) -> Non
         doctor = p.ctxview("doctor").stdout
         assert "opencode.tool" in doctor, doctor
         assert texts(api.main_requests[-1])  # the conversation went on
+
+
+def test_opencode_compaction_records_a_boundary_and_gives_the_files_read_table(
+    tmp_path: Path,
+) -> None:
+    with project(tmp_path) as p:
+        f, _ = _script(p)
+        steps = [
+            {"tool": "read", "input": {"filePath": str(f)}},
+            # Its usage fills the model's context: OpenCode compacts before the next request.
+            {"tool": "bash", "input": {"command": "echo hi", "description": "hi"},
+             "input_tokens": 60_000},
+            {"tool": "read", "input": {"filePath": str(f)}},
+            {"text": "Done."},
+        ]  # fmt: skip
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url, context=50_000)
+            assert p.ctxview("install", "opencode").returncode == 0
+            events = p.run("go")
+        sid = _session_of(events)
+        summarised = [r for r in api.requests if not r.get("tools")
+                      and "Scripted session" not in json.dumps(r.get("system"))]  # fmt: skip
+        after = api.main_requests[-1]
+        sent = texts(after)
+        table = next(t for t in sent if t.startswith("## Files read"))
+        assert f"{f}" in table and "#1000" in table, table
+        # The dedupe table was emptied: the read after the compaction is in full again.
+        got = tool_results(after)
+        assert got["toolu_0003_read"].startswith(f"[#1002 {f} lines 1-40 of 40 sha "), got
+        assert "\n1: line 1\n" in got["toolu_0003_read"]
+        conn = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+        try:
+            kinds = [k for (k,) in conn.execute(
+                "SELECT kind FROM events WHERE session = ? AND kind IN ('result', 'compaction') "
+                "ORDER BY seq", (f"oc-{sid}",))]  # fmt: skip
+            data = json.loads(conn.execute("SELECT data FROM events WHERE kind = 'compaction'"
+                                           ).fetchone()[0])  # fmt: skip
+        finally:
+            conn.close()
+        assert kinds == ["result", "result", "compaction", "result"]
+        assert data["table"] == table
+        assert summarised  # OpenCode's summary request reached the model

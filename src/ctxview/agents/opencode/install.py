@@ -101,7 +101,8 @@ def _load(scope: str, cwd: Path, home: Path) -> Plan:
         sidecar = json.loads((root / SIDECAR).read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         sidecar = None
-    return Plan(root, before, before, sidecar if isinstance(sidecar, dict) else None)
+    kept = sidecar if isinstance(sidecar, dict) else None
+    return Plan(root, before, before, kept, sidecar_after=kept)  # unchanged unless planned
 
 
 def install(scope: str, cwd: Path, home: Path, store: Path | None = None) -> Plan:
