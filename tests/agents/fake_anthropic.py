@@ -115,7 +115,8 @@ class FakeAnthropic:
         if "tool" in step:
             self._n += 1
             return [{"type": "tool_use", "id": f"toolu_{self.prefix}{self._n:04d}_{step['tool']}",
-                     "name": step["tool"], "input": step["input"]}]
+                     "name": step["tool"], "input": step["input"],
+                     **({"input_tokens": step["input_tokens"]} if "input_tokens" in step else {})}]
         return [{"type": "text", "text": step["text"]}]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -160,7 +161,10 @@ class FakeAnthropic:
                     "id": f"msg_{api.prefix}{len(api.requests):04d}", "type": "message",
                     "role": "assistant", "model": body.get("model", "m"), "content": [],
                     "stop_reason": None, "stop_sequence": None,
-                    "usage": {"input_tokens": 100, "output_tokens": 1,
+                    # A step's `input_tokens` reports a fuller context (a host's compaction).
+                    "usage": {"input_tokens": next((b.pop("input_tokens") for b in blocks
+                                                    if "input_tokens" in b), 100),
+                              "output_tokens": 1,
                               "cache_read_input_tokens": 0,
                               "cache_creation_input_tokens": 0}}})]  # fmt: skip
                 stop = "end_turn"

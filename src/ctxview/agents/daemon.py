@@ -44,6 +44,7 @@ from ctxview.agents.hook_http import HookServer
 from ctxview.agents.hook_trace import Trace, Traces
 from ctxview.agents.hosts import HOSTS, HostEngine
 from ctxview.agents.pi import engine as pi_engine
+from ctxview.agents.opencode import answers as opencode
 
 IDLE = 900.0  # seconds without a hook, and no session open, before the engine exits
 LONG_IDLE = 12 * 3600.0  # ... with a session open (one killed never said SessionEnd)
@@ -192,6 +193,8 @@ class Daemon:
         await self._ready()
         if event.startswith(pi_engine.PREFIX):  # ctxview's pi extension (agents/pi/engine.py)
             return await pi_engine.respond(self.engine, event, payload, trace)
+        if event.startswith(opencode.PREFIX):  # OpenCode's plugin (agents/opencode)
+            return await opencode.respond(self.engine, event, payload, trace)
         return await self.engine.respond(event, payload, trace)
 
     def _touch(self) -> None:

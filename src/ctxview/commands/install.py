@@ -18,6 +18,7 @@ HOSTS = {
     "codex": "codex.install",
     "gemini": "gemini.install",
     "pi": "pi.install",
+    "opencode": "opencode.install",
 }
 
 

@@ -134,7 +134,9 @@ class OpenCodeParser(SimpleParser):
         ts = when(end / 1000, fallback) if isinstance(end, int | float) and not isinstance(
             end, bool) else fallback  # fmt: skip
         meta = state.get("metadata")
-        how = _how(name, args, text, meta if isinstance(meta, dict) else {}, status == "completed")
+        how = tool_how(
+            name, args, text, meta if isinstance(meta, dict) else {}, status == "completed"
+        )
         await put_result(self.hub.main, how, args, text, call_ref=call_id, seen=len(text), ts=ts)
 
 
@@ -162,7 +164,7 @@ def _data(info: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _how(name: str, args: dict[str, Any], text: str, meta: dict[str, Any], ok: bool) -> How:
+def tool_how(name: str, args: dict[str, Any], text: str, meta: dict[str, Any], ok: bool) -> How:
     path = path_arg(args, "filePath", "path", "file_path")
     if ok:
         if name == "read" and path:

@@ -1,0 +1,1 @@
+"""OpenCode: the plugin that puts the rules inside it, its install, and its answers."""

@@ -1,0 +1,155 @@
+// ctxview for OpenCode, written by `ctxview install opencode` (removed by `ctxview uninstall
+// opencode`). Each tool result goes to ctxview's resident engine for this store before the model
+// sees it, and the engine's 3.0.0 text replaces `output.output` in place; after a compaction the
+// files-read table follows OpenCode's summary. On any trouble (no engine, a timeout, a bug) the
+// tool's own output goes through and the failure is written where `ctxview doctor` reads it.
+import { spawn } from "node:child_process"
+import { appendFileSync, readFileSync, statSync } from "node:fs"
+import { homedir } from "node:os"
+import { join } from "node:path"
+
+const STORE = __STORE__
+const PYTHON = __PYTHON__
+const HOOK_CLIENT = __HOOK_CLIENT__
+const BUDGET_MS = 2000 // as Claude Code's hooks: a step gives up inside it
+const FAILURES = STORE + ".hook-failures.jsonl"
+
+function database() {
+  if (process.env.OPENCODE_DB) return process.env.OPENCODE_DB
+  const data = process.env.XDG_DATA_HOME || join(homedir(), ".local", "share")
+  return join(data, "opencode", "opencode.db")
+}
+
+function record(event, error, detail) {
+  try {
+    const entry = { ts: Date.now() / 1000, event, error: String(error).slice(0, 500), ...detail }
+    appendFileSync(FAILURES, JSON.stringify(entry) + "\n", { mode: 0o600 })
+  } catch {}
+}
+
+function endpoint() {
+  // Where the engine listens and the secret it asks for: beside the store, 0600, made by install.
+  const found = JSON.parse(readFileSync(STORE + ".hook-endpoint.json", "utf8"))
+  return { url: `http://127.0.0.1:${found.port}/hook/`, secret: found.secret }
+}
+
+let started = null
+function start() {
+  // The hook client starts the engine when none is running (and returns once it answers).
+  if (!started) {
+    started = new Promise((resolve) => {
+      try {
+        const child = spawn(PYTHON, ["-S", HOOK_CLIENT, "_ping", "--store", STORE], {
+          stdio: ["ignore", "ignore", "ignore"],
+        })
+        child.on("exit", () => resolve())
+        child.on("error", () => resolve())
+      } catch {
+        resolve()
+      }
+    })
+  }
+  return started
+}
+
+async function ask(event, body) {
+  await start()
+  const where = endpoint()
+  const headers = { "content-type": "application/json", "x-ctxview-secret": where.secret }
+  if (process.env.CTXVIEW_HOOK_FAIL) headers["x-ctxview-fail"] = "1"
+  const answer = await fetch(where.url + event, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ hook_event_name: event, ...body }),
+    signal: AbortSignal.timeout(BUDGET_MS),
+  })
+  if (!answer.ok) throw new Error(`the engine answered ${answer.status}`)
+  return await answer.json()
+}
+
+const EDITS = new Set(["edit", "write", "multiedit"])
+const MAX_FILE_BYTES = 64 << 20
+const before = new Map() // callID -> the edited file's text before the edit (null: none)
+
+function fileText(path) {
+  try {
+    const st = statSync(path)
+    if (!st.isFile() || st.size > MAX_FILE_BYTES) return undefined
+    return readFileSync(path, "utf8")
+  } catch (err) {
+    return err?.code === "ENOENT" ? null : undefined
+  }
+}
+
+const tables = new Map() // summary message id -> the files-read table after it
+const asked = new Set() // summary message ids the engine was told of
+
+function text(parts) {
+  return parts
+    .filter((p) => p.type === "text" && typeof p.text === "string")
+    .map((p) => p.text)
+    .join("\n\n")
+}
+
+export const CtxviewPlugin = async ({ directory }) => {
+  start()
+  return {
+    "tool.execute.before": async (input, output) => {
+      // An edit's diff needs the file as it was: OpenCode 1.18 reports only a patch.
+      const path = output?.args?.filePath
+      if (!EDITS.has(input.tool) || typeof path !== "string") return
+      const text = fileText(path)
+      if (text !== undefined) before.set(input.callID, text)
+    },
+    "tool.execute.after": async (input, output) => {
+      const was = before.get(input.callID)
+      before.delete(input.callID)
+      if (typeof output?.output !== "string") return
+      const body = {
+        session_id: input.sessionID, tool_name: input.tool, tool_use_id: input.callID,
+        args: input.args ?? {}, output: output.output, metadata: output.metadata ?? {},
+        directory, database: database(),
+      }
+      if (was !== undefined) body.before = was
+      try {
+        const answer = await ask("opencode.tool", body)
+        if (typeof answer?.output === "string") output.output = answer.output
+      } catch (err) {
+        record("opencode.tool", `${err?.name ?? "Error"}: ${err?.message ?? err}`,
+          { session_id: input.sessionID, tool_name: input.tool, tool_use_id: input.callID })
+      }
+    },
+    "experimental.chat.messages.transform": async (_input, output) => {
+      const messages = output?.messages
+      if (!Array.isArray(messages)) return
+      // The newest compaction summary in what goes to the model: the engine records it (once)
+      // and gives the files-read table, which goes in after the summary as a text of its own.
+      let at = -1
+      for (let i = messages.length - 1; i >= 0; i--) {
+        if (messages[i]?.info?.role === "assistant" && messages[i].info.summary) { at = i; break }
+      }
+      if (at < 0) return
+      const summary = messages[at]
+      const id = summary.info.id
+      if (!asked.has(id)) {
+        asked.add(id)
+        try {
+          const answer = await ask("opencode.compacted", {
+            session_id: summary.info.sessionID, summary_id: id, summary: text(summary.parts),
+            directory, database: database(),
+          })
+          if (typeof answer?.table === "string" && answer.table) tables.set(id, answer.table)
+        } catch (err) {
+          record("opencode.compacted", `${err?.name ?? "Error"}: ${err?.message ?? err}`,
+            { session_id: summary.info.sessionID })
+        }
+      }
+      const table = tables.get(id)
+      if (!table) return
+      summary.parts = [...summary.parts, {
+        id: `prt_ctxview_${id}`, sessionID: summary.info.sessionID, messageID: id,
+        type: "text", text: table, synthetic: true,
+      }]
+    },
+  }
+}

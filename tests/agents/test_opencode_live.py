@@ -1,0 +1,174 @@
+"""The real OpenCode (1.18.33, `opencode run`) against the scripted Messages API: plain, it runs
+headless and the model gets OpenCode's own outputs; with `ctxview install opencode` its plugin
+gives the model the 3.0.0 text of every tool, and the store holds one session `oc-<id>` with
+exactly the texts the model was sent."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropic
+from opencode_helpers import Project, needs_opencode, project, texts, tool_results
+
+pytestmark = [needs_opencode, pytest.mark.e2e]
+
+
+def _session_of(events: list[dict[str, Any]]) -> str:
+    return next(e["sessionID"] for e in events if e.get("sessionID"))
+
+
+def _stored(store: Path) -> list[tuple[str, str, str | None]]:
+    """(session id, call_ref, shown) of every result, in order."""
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return list(conn.execute(
+            "SELECT e.session, e.call_ref, b.shown FROM events e JOIN bodies b ON b.session = "
+            "e.session AND b.rid = e.rid WHERE e.kind = 'result' ORDER BY e.seq"))  # fmt: skip
+    finally:
+        conn.close()
+
+
+def _script(p: Project) -> tuple[Path, list[dict[str, Any]]]:
+    f = p.root / "a.py"
+    f.write_text("".join(f"line {i}\n" for i in range(1, 41)))
+    return f, [
+        {"tool": "read", "input": {"filePath": str(f)}},
+        {"tool": "read", "input": {"filePath": str(f)}},
+        {"tool": "read", "input": {"filePath": str(f), "offset": 5, "limit": 3}},
+        {"tool": "bash", "input": {"command": "seq 1 1000", "description": "count"}},
+        {"tool": "grep", "input": {"pattern": "line 3"}},
+        {"tool": "grep", "input": {"pattern": "line 3"}},
+        {"tool": "edit", "input": {"filePath": str(f), "oldString": "line 7\n",
+                                   "newString": "line seven\n"}},
+        {"text": "Done."},
+    ]  # fmt: skip
+
+
+def test_plain_opencode_runs_headless_against_the_scripted_model(tmp_path: Path) -> None:
+    with project(tmp_path) as p:
+        f, steps = _script(p)
+        with FakeAnthropic([*steps[:2], {"text": "Done."}]) as api:
+            p.write_config(api.url)
+            events = p.run("read a.py twice")
+        got = tool_results(api.main_requests[-1])
+        assert list(got) == ["toolu_0001_read", "toolu_0002_read"]
+        # OpenCode's own read: its markers and its `n: text` lines, twice the same.
+        first = got["toolu_0001_read"]
+        assert f"<path>{f}</path>" in first and "\n7: line 7\n" in first
+        assert got["toolu_0002_read"] == first
+        assert _session_of(events).startswith("ses_")
+        assert not p.store.exists()  # nothing of ctxview's ran
+
+
+def test_the_plugin_gives_the_model_every_rule_and_the_store_holds_it(tmp_path: Path) -> None:
+    with project(tmp_path) as p:
+        f, steps = _script(p)
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            done = p.ctxview("install", "opencode")
+            assert done.returncode == 0, done.stderr
+            assert (p.root / ".opencode" / "plugin" / "ctxview.js").exists()
+            events = p.run("go")
+        sid = _session_of(events)
+        got = tool_results(api.main_requests[-1])
+        read1, read2, rng = got["toolu_0001_read"], got["toolu_0002_read"], got["toolu_0003_read"]
+        # §1: the id and the bracket, then OpenCode's numbered lines.
+        assert read1.startswith(f"[#1000 {f} lines 1-40 of 40 sha ")
+        assert read1.split("\n")[1:3] == ["1: line 1", "2: line 2"]
+        # §2: the unchanged stub, for the whole file and for a range inside it.
+        sha = read1.split(" sha ")[1].split("]")[0]
+        assert read2 == (f"[#1001 {f} lines 1-40 of 40 sha {sha}] Unchanged since #1000, "
+                         "which already shows lines 1-40.")  # fmt: skip
+        assert rng == (f"[#1002 {f} lines 5-7 of 40 sha {sha}] Unchanged since #1000, "
+                       "which already shows lines 1-40.")  # fmt: skip
+        # §3: a long command's output capped: head, the elision line naming the id, tail.
+        bash = got["toolu_0004_bash"].split("\n")
+        assert bash[0] == "[#1003]" and bash[1] == "1" and bash[-1] == "1000"
+        elided = [line for line in bash if "#1003" in line and "lines" in line]
+        assert len(elided) == 1 and "700" in elided[0], bash[195:205]
+        assert len(bash) < 400
+        # §6: the same search with the same result is the stub.
+        assert got["toolu_0005_grep"].startswith("[#1004]\n") and "Line 3: line 3" in got[
+            "toolu_0005_grep"]  # fmt: skip
+        assert got["toolu_0006_grep"] == "[#1005] Same result as #1004."
+        # §5: the edit's diff, from the file before (the plugin read it) and after.
+        edit = got["toolu_0007_edit"].split("\n")
+        assert edit[0].startswith(f"[#1006 {f} sha ")
+        assert "-line 7" in edit and "+line seven" in edit
+        # The store: one session, keyed as its import keys it, with exactly those texts.
+        rows = _stored(p.store)
+        assert {s for s, _, _ in rows} == {f"oc-{sid}"}
+        assert [(ref, shown) for _, ref, shown in rows] == list(got.items())
+
+
+def test_a_failing_plugin_leaves_opencode_its_own_outputs(tmp_path: Path) -> None:
+    with project(tmp_path) as p:
+        f, steps = _script(p)
+        with FakeAnthropic([*steps[:2], {"text": "Done."}]) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            # The engine's port taken from it: the plugin cannot reach it.
+            ep = Path(f"{p.store}.hook-endpoint.json")
+            data = json.loads(ep.read_text())
+            ep.write_text(json.dumps({**data, "port": 1}))
+            events = p.run("read a.py twice")
+        got = tool_results(api.main_requests[-1])
+        assert got["toolu_0001_read"].startswith(f"<path>{f}</path>")
+        assert got["toolu_0002_read"] == got["toolu_0001_read"]
+        log = [json.loads(line) for line in Path(f"{p.store}.hook-failures.jsonl").read_text(
+            ).splitlines()]  # fmt: skip
+        sid = _session_of(events)
+        assert [(e["event"], e["tool_use_id"]) for e in log] == [
+            ("opencode.tool", "toolu_0001_read"),
+            ("opencode.tool", "toolu_0002_read"),
+        ]
+        assert all(e["session_id"] == sid for e in log)
+        doctor = p.ctxview("doctor").stdout
+        assert "opencode.tool" in doctor, doctor
+        assert texts(api.main_requests[-1])  # the conversation went on
+
+
+def test_opencode_compaction_records_a_boundary_and_gives_the_files_read_table(
+    tmp_path: Path,
+) -> None:
+    with project(tmp_path) as p:
+        f, _ = _script(p)
+        steps = [
+            {"tool": "read", "input": {"filePath": str(f)}},
+            # Its usage fills the model's context: OpenCode compacts before the next request.
+            {"tool": "bash", "input": {"command": "echo hi", "description": "hi"},
+             "input_tokens": 60_000},
+            {"tool": "read", "input": {"filePath": str(f)}},
+            {"text": "Done."},
+        ]  # fmt: skip
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url, context=50_000)
+            assert p.ctxview("install", "opencode").returncode == 0
+            events = p.run("go")
+        sid = _session_of(events)
+        summarised = [r for r in api.requests if not r.get("tools")
+                      and "Scripted session" not in json.dumps(r.get("system"))]  # fmt: skip
+        after = api.main_requests[-1]
+        sent = texts(after)
+        table = next(t for t in sent if t.startswith("## Files read"))
+        assert f"{f}" in table and "#1000" in table, table
+        # The dedupe table was emptied: the read after the compaction is in full again.
+        got = tool_results(after)
+        assert got["toolu_0003_read"].startswith(f"[#1002 {f} lines 1-40 of 40 sha "), got
+        assert "\n1: line 1\n" in got["toolu_0003_read"]
+        conn = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+        try:
+            kinds = [k for (k,) in conn.execute(
+                "SELECT kind FROM events WHERE session = ? AND kind IN ('result', 'compaction') "
+                "ORDER BY seq", (f"oc-{sid}",))]  # fmt: skip
+            data = json.loads(conn.execute("SELECT data FROM events WHERE kind = 'compaction'"
+                                           ).fetchone()[0])  # fmt: skip
+        finally:
+            conn.close()
+        assert kinds == ["result", "result", "compaction", "result"]
+        assert data["table"] == table
+        assert summarised  # OpenCode's summary request reached the model
