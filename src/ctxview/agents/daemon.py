@@ -43,8 +43,8 @@ from ctxview.agents.hook_client import BUDGET, event_name, socket_path
 from ctxview.agents.hook_http import HookServer
 from ctxview.agents.hook_trace import Trace, Traces
 from ctxview.agents.hosts import HOSTS, HostEngine
-from ctxview.agents.pi import engine as pi_engine
 from ctxview.agents.opencode import answers as opencode
+from ctxview.agents.pi import engine as pi_engine
 
 IDLE = 900.0  # seconds without a hook, and no session open, before the engine exits
 LONG_IDLE = 12 * 3600.0  # ... with a session open (one killed never said SessionEnd)
