@@ -157,8 +157,8 @@ async def test_a_deep_line_naming_the_call_never_loses_its_events(engine, tmp_pa
     assert [rid for k, _, rid in _events(engine.store) if k == "result"] == [0x1000]
 
 
-async def test_the_first_calls_events_wait_for_the_transcript_to_be_created(engine, tmp_path,
-                                                                         monkeypatch):  # fmt: skip
+async def test_the_first_calls_events_wait_for_the_transcript_to_be_created(
+        engine: HookEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """The session's first call: Claude Code has not created its transcript yet when the hook
     comes (test_claude_real failed 5 in 17 at load 6-9: the first Read's result was stored at
     once, and the prompt imported later landed after it). The answer does not wait; the call's
@@ -193,7 +193,8 @@ async def test_the_first_calls_events_wait_for_the_transcript_to_be_created(engi
     assert [rid for k, _, rid in _events(engine.store) if k == "result"] == [0x1000]
 
 
-async def test_calls_whose_transcript_never_comes_are_stored(engine, tmp_path):
+async def test_calls_whose_transcript_never_comes_are_stored(engine: HookEngine,
+                                                              tmp_path: Path) -> None:  # fmt: skip
     """No transcript ever (Claude Code run without one): each call's events go in after the
     bounded wait, none lost, none twice."""
     transcript = tmp_path / f"{SID}.jsonl"
