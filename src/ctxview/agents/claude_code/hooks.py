@@ -38,7 +38,7 @@ from ctxview.agents.claude_code.payload import (
 )
 from ctxview.agents.claude_code.served import Served, Sessions
 from ctxview.agents.claude_code.tool_answers import SAVED_PAST, SHOWS_AT_MOST
-from ctxview.agents.claude_code.transcript_files import compact_summary, size
+from ctxview.agents.claude_code.transcript_files import absent, compact_summary, size
 from ctxview.agents.claude_code.transcript_import import TranscriptImport, transcript_of
 from ctxview.agents.hook_journal import Journal
 from ctxview.agents.hook_trace import Trace
@@ -271,8 +271,12 @@ class HookEngine:
                 await self._reserve(served, session.next_rid)
             call = payload.get("tool_use_id")
             main = transcript_of(served, payload)
-            if isinstance(call, str) and call and main is not None and is_regular(main):
-                held.key = (session.id, call)  # the import puts them after the call's record
+            if isinstance(call, str) and call and main is not None and (
+                    is_regular(main) or (absent(main) and not served.extra.get("no_transcript"))
+            ):  # fmt: skip
+                # The import puts them after the call's record, once the transcript holds it:
+                # also when the file is not there yet, or the prompt would come after them.
+                held.key = (session.id, call)
             self._calls.hold(held)  # journaled, should this engine be killed before
         except BaseException:
             self._calls.drop(held)

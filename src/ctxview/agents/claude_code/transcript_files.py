@@ -19,22 +19,38 @@ MAX_SUMMARY_BYTES = 64 << 20
 
 # Claude Code appends the assistant record that made a call without waiting for the write, so
 # a hook can start before the record is in the file (on a loaded machine, half a second after
-# the call). The wait runs after the answer (the call does not wait for it), the session's lock
-# held: below the 1.5 s a recall over MCP waits for that lock.
+# the call), or before the file itself exists (the session's first call: its prompt and the
+# call's record are the file's first lines). The wait runs after the answer (the call does not
+# wait for it), the session's lock held: below the 1.5 s a recall over MCP waits for that lock.
 _WRITTEN_WAIT = 1.2
 _WRITTEN_TAIL = 1 << 18
 
 
+def absent(path: Path) -> bool:
+    """Whether nothing is there yet: Claude Code creates the transcript with its first record,
+    which can come after the session's first hook."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
 async def written(path: Path, call_id: Any) -> int | None:
     """Where the transcript's record of the call this hook is for ends (the byte after its
-    line), waiting (briefly, bounded) for it to be written; None when it does not come (or the
-    hook names no call), and then the transcript is read as it is."""
+    line), waiting (briefly, bounded) for it to be written, and for the file to be there;
+    None when it does not come (or the hook names no call), and then the transcript is read
+    as it is (if it is there at all)."""
     if not isinstance(call_id, str) or not call_id:
         return None
     deadline = time.monotonic() + _WRITTEN_WAIT
     while True:
         try:
             end = _record_end(path, call_id)
+        except FileNotFoundError:
+            end = None  # not created yet: its first records are on their way
         except OSError:
             return None
         if end is not None or time.monotonic() >= deadline:

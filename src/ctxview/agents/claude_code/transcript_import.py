@@ -49,6 +49,14 @@ class TranscriptImport:
         before them in the store, as the model went. A failure of the import is recorded and
         the step goes on."""
         main = transcript_of(served, payload)
+        if main is not None and held is not None and held.key is not None and (
+                main.exists() or not served.extra.get("no_transcript")):  # fmt: skip
+            # Before anything is read: the file may not even be there yet (the session's
+            # first call), and its prompt is to come before the call's events. Waited for
+            # once per session: the calls made meanwhile do not wait for it again.
+            if await written(main, held.key[1]) is None and not main.exists():
+                served.extra["no_transcript"] = True
+            trace.lap("written")
         if main is None or not main.exists():  # a sub-agent's hook (its file is imported
             await self._calls.commit(held, trace)  # with its parent's), or no transcript
             return
@@ -62,9 +70,6 @@ class TranscriptImport:
                                     "session_id")})  # fmt: skip
             await self._calls.commit(held, trace)
             return
-        if held is not None and held.key is not None:
-            await written(main, held.key[1])
-            trace.lap("written")
         # The import puts the call's events right after its record; when the record did not
         # come in time (or the import failed), they go in after what the transcript holds.
         await self._take(served, main, payload, growing)

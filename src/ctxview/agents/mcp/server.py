@@ -16,7 +16,8 @@ Every call takes the session's write lock (`live.session_lock`), checks whether 
 wrote to the session since this one last did (its newest event seq), takes in what it wrote if
 so (`Session.catch_up`: a call's cost does not grow with the session), runs the tool through
 `Session.run` and commits before answering. The sessions this connection made live are
-ended when it closes (stdin closed, SIGTERM or SIGINT).
+ended when it closes (stdin closed, SIGTERM or SIGINT), or, should the host kill the server
+before that is done, by the process it starts beside it (`session_ender`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 from ctxview.agents import failures, live
 from ctxview.agents.claude_code.caller import calling_session
+from ctxview.agents.mcp.session_ender import Ender
 from ctxview.engine.session import TOOLS, Session, new_session_id
 from ctxview.prompts import CLAUDE, MCP, RECALL, Active, context_block
 from ctxview.store import Writer
@@ -96,6 +98,8 @@ class Connection:
     # session id -> (the Session as this process left it, the session's last event seq then)
     cached: dict[str, tuple[Session, int]] = field(default_factory=dict)
     made_live: set[str] = field(default_factory=set)  # ended when the connection closes
+    # Ends them should the process be killed first (the server's own, `serve`; none in process).
+    ender: Ender | None = None
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     _probe: Probe | None = None
     _closing: asyncio.Future[None] | None = None
@@ -172,7 +176,7 @@ class Connection:
             session = await Session.resume(writer, sid)
             if info["ended"] is not None and source != live.CLAUDE:
                 await writer.update_session(sid, ended=None)  # the host resumed it
-                self.made_live.add(sid)
+                self._made_live(sid)
         return session
 
     async def _create(self, writer: Writer, sid: str, source: str, client: str) -> Session:
@@ -191,8 +195,13 @@ class Connection:
         session = await Session.start(writer, root, title=title, source=source, session_id=sid,
                                       data=json.dumps(data), **fields)  # fmt: skip
         if source != live.CLAUDE:  # a hooked session is ended by its SessionEnd hook
-            self.made_live.add(sid)
+            self._made_live(sid)
         return session
+
+    def _made_live(self, sid: str) -> None:
+        self.made_live.add(sid)
+        if self.ender is not None:
+            self.ender.holds(sid)
 
     async def _create_agent(self, writer: Writer, sid: str, root: str) -> Session:
         """A sub-agent's session, made by its first call here (before any of its hooks): a
@@ -251,11 +260,15 @@ class Connection:
                     async with live.session_lock(self.store, sid, timeout=5):
                         session = await self._session(sid, "", "")
                         await session.end()
+                    if self.ender is not None:
+                        self.ender.ended(sid)
                 finally:
                     if held:
                         lock.release()
         finally:
             self.made_live.clear()
+            if self.ender is not None:  # what is left (a failed end) the ender ends now
+                self.ender.close()
             if self._probe is not None:
                 self._probe.close()
                 self._probe = None
@@ -383,7 +396,7 @@ def build_server(conn: Connection, tools: tuple[str, ...] = ("recall",)) -> MCPS
 
 def serve(store: Path, workspace: Path, tools: tuple[str, ...]) -> None:
     """Serve one connection over stdin/stdout until the host closes it (or signals)."""
-    conn = Connection(store=store, workspace=workspace)
+    conn = Connection(store=store, workspace=workspace, ender=Ender(store))
     server = build_server(conn, tools)
 
     async def main() -> None:
