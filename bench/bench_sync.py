@@ -231,8 +231,10 @@ def latency(c: pg_helpers.Cluster, n: int = 200, rate: float = 20) -> None:
         return out
 
     to_pg, to_c = lags(seen_pg), lags(seen_c)
-    print(f"(b) latency at {rate:g} results/s, {len(commits)} results "
-          f"({len(to_pg)} reached PostgreSQL, {len(to_c)} C's replica):")
+    print(
+        f"(b) latency at {rate:g} results/s, {len(commits)} results "
+        f"({len(to_pg)} reached PostgreSQL, {len(to_c)} C's replica):"
+    )
     for name, xs in (("A commit -> PostgreSQL row", to_pg), ("A commit -> C replica row", to_c)):
         print(f"    {name}: p50 {pct(xs, 50) * 1000:.0f} ms, p95 {pct(xs, 95) * 1000:.0f} ms, "
               f"max {max(xs) * 1000:.0f} ms")  # fmt: skip
@@ -295,7 +297,9 @@ def main() -> int:
             if args.results is None:  # bench_viewer's child jumps to ids of its 100,000
                 viewer_on_replica(store, replica)
             else:
-                print("(c) viewer on the replica: only with the viewer bench's store (no --results)")
+                print(
+                    "(c) viewer on the replica: only with the viewer bench's store (no --results)"
+                )
             shutil.rmtree(replica.parent)
     return 0
 

@@ -41,11 +41,14 @@ def main() -> int:
             t0 = time.monotonic()
             got = run(work, source, args.rounds, args.seed)
             dup = got.killed_counts.get("events", 0) - got.clean_counts.get("events", 0)
-            print(f"{what}: {got.rounds} kill rounds ({got.mid_import} with work left), clean "
-                  f"import {got.clean_seconds:.1f} s; events {got.killed_counts.get('events')} vs "
-                  f"{got.clean_counts.get('events')} clean ({dup:+d}); "
-                  f"{'identical' if not got.differences else 'DIFFERENT'} "
-                  f"({time.monotonic() - t0:.0f} s)", flush=True)
+            print(
+                f"{what}: {got.rounds} kill rounds ({got.mid_import} with work left), clean "
+                f"import {got.clean_seconds:.1f} s; events {got.killed_counts.get('events')} vs "
+                f"{got.clean_counts.get('events')} clean ({dup:+d}); "
+                f"{'identical' if not got.differences else 'DIFFERENT'} "
+                f"({time.monotonic() - t0:.0f} s)",
+                flush=True,
+            )
             for line in got.differences[:3]:
                 print(f"  {line}")
             failed = failed or bool(got.differences)

@@ -121,7 +121,9 @@ def _flip(rng: random.Random, data: bytes) -> bytes:
 
 def _invalid_utf8(rng: random.Random, data: bytes) -> bytes:
     i = rng.randrange(len(data) + 1)
-    return data[:i] + rng.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf8\x88\x80\x80"]) + data[i:]
+    return (
+        data[:i] + rng.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf8\x88\x80\x80"]) + data[i:]
+    )
 
 
 def _nul(rng: random.Random, data: bytes) -> bytes:
@@ -140,7 +142,9 @@ def _deep(rng: random.Random, data: bytes) -> bytes:
         nested: Any = "x"
         for _ in range(rng.choice([50, 1200])):
             nested = {"content": [nested]}
-        lines[min(i + 1, len(lines) - 1)] = json.dumps(_set(rec, rng.choice(paths), nested)).encode()
+        lines[min(i + 1, len(lines) - 1)] = json.dumps(
+            _set(rec, rng.choice(paths), nested)
+        ).encode()
     except (ValueError, RecursionError):
         pass
     return b"\n".join(lines)
@@ -270,7 +274,9 @@ def cases(seed: int, count: int) -> Iterator[tuple[str, bytes]]:
     names = sorted(MUTATIONS)
     for n in range(count):
         src = files[n % len(files)]
-        kind = names[(n // len(files) + n) % len(names)] if n < len(names) * 3 else rng.choice(names)
+        kind = (
+            names[(n // len(files) + n) % len(names)] if n < len(names) * 3 else rng.choice(names)
+        )
         data = datas[src]
         for _ in range(rng.choice([1, 1, 1, 2, 3])):
             data = MUTATIONS[kind](rng, data) if data else data
@@ -314,7 +320,7 @@ def _deep_text(depth: int, kind: str) -> str:
         return "[" * (depth - 1) + '"x"' + "]" * (depth - 1)
     pairs = (depth - 1) // 2
     odd = (depth - 1) % 2
-    return ('{"k": [' * pairs + "[" * odd + '"x"' + "]" * odd + "]}" * pairs)
+    return '{"k": [' * pairs + "[" * odd + '"x"' + "]" * odd + "]}" * pairs
 
 
 def depth_cases(files: list[Path]) -> Iterator[tuple[str, bytes]]:

@@ -269,5 +269,3 @@ def until(check: object, seconds: float = 20) -> None:
             pass
         time.sleep(0.1)
     raise AssertionError("not reached in time")
-
-

@@ -12,7 +12,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ctxview"
 # What each room may import besides itself. `cli.py` is the commands' room; the package's own
 # `__init__` (a version, nothing imported) is open to all.
 BOTTOM = {"engine", "rules", "tools", "files", "store", "context", "report", "prompts"}
-EVERY = BOTTOM | {"agents", "proxy", "importers", "export", "sync", "serve", "demo", "viewer", "themes"}
+EVERY = BOTTOM | {
+    "agents",
+    "proxy",
+    "importers",
+    "export",
+    "sync",
+    "serve",
+    "demo",
+    "viewer",
+    "themes",
+}
 ARROWS: dict[str, set[str]] = {
     "commands": EVERY,
     "agents": BOTTOM | {"importers"},  # the hooks import the transcript as it is written

@@ -15,7 +15,8 @@ def _modules() -> list[Path]:
         p
         for folder in ("tests", "bench")
         for p in (ROOT / folder).rglob("*.py")
-        if "__snapshots__" not in p.parts and "node_modules" not in p.parts  # the agents npm installs
+        if "__snapshots__" not in p.parts
+        and "node_modules" not in p.parts  # the agents npm installs
     )
 
 

@@ -171,8 +171,11 @@ async def test_sigkill_while_inserting_loses_nothing_committed(tmp_path: Path) -
         # ones), a moment into the next: timed by its progress, not the clock, so an idle machine
         # and a loaded one kill at the same points of the loop.
         early = rng.random() < 0.3
-        stdout, stderr = kill_after(proc, 0 if early else rng.randint(1, 60),
-                                    rng.uniform(0.0, 0.3) if early else rng.uniform(0.0, 0.05))
+        stdout, stderr = kill_after(
+            proc,
+            0 if early else rng.randint(1, 60),
+            rng.uniform(0.0, 0.3) if early else rng.uniform(0.0, 0.05),
+        )
         assert proc.returncode in (-signal.SIGKILL, 0), stderr
         kills += proc.returncode == -signal.SIGKILL
         lines = committed_lines(stdout)

@@ -167,8 +167,12 @@ def test_two_devices_watch_push_third_watch_pull(tmp_path: Path, url: str) -> No
         while wa.poll() is None or wb.poll() is None:
             if c.exists():
                 ev = pg_helpers.rows(c)["events"]
-                seen.append((sum(e[0].endswith("a") for e in ev),  # type: ignore[attr-defined]
-                             sum(e[0].endswith("b") for e in ev)))  # type: ignore[attr-defined]
+                seen.append(
+                    (
+                        sum(e[0].endswith("a") for e in ev),  # type: ignore[attr-defined]
+                        sum(e[0].endswith("b") for e in ev),
+                    )
+                )  # type: ignore[attr-defined]
             time.sleep(0.25)
         # Both sessions grew in the replica while they were being written.
         assert len({s[0] for s in seen}) >= 3 and len({s[1] for s in seen}) >= 3, seen
@@ -208,8 +212,13 @@ def test_server_restart_under_watch_push(tmp_path: Path, cluster: pg_helpers.Clu
             push.terminate()
             src = pg_helpers.rows(a)
             got = pg_helpers.remote_rows(url, "dev-a")
-            raise AssertionError((len(src["events"]), len(got["events"]),  # type: ignore[arg-type]
-                                  push.communicate(timeout=10))) from None
+            raise AssertionError(
+                (
+                    len(src["events"]),
+                    len(got["events"]),  # type: ignore[arg-type]
+                    push.communicate(timeout=10),
+                )
+            ) from None
         push.terminate()
         _, err = push.communicate(timeout=10)
     finally:
@@ -306,8 +315,13 @@ def test_watch_push_and_pull_wait_for_a_server_not_up_yet(tmp_path: Path,
     finally:
         cluster.start()
     try:
-        until(lambda: (tmp_path / "c.db").exists()
-              and len(pg_helpers.rows(tmp_path / "c.db")["events"]) == 40, 30)  # type: ignore[arg-type]
+        until(
+            lambda: (
+                (tmp_path / "c.db").exists()
+                and len(pg_helpers.rows(tmp_path / "c.db")["events"]) == 40
+            ),
+            30,
+        )  # type: ignore[arg-type]
     finally:
         for p in (push, pull):
             p.terminate()

@@ -38,8 +38,17 @@ def test_a_demo_on_a_store_kept_locked_says_so_and_exits(tmp_path: Path) -> None
 
     store = tmp_path / "s.db"
     env = {**os.environ, "CTXVIEW_BUSY_TIMEOUT_MS": "300"}
-    cmd = [sys.executable, "-m", "ctxview.cli", "--store", str(store), "demo", "--no-view",
-           "--pace", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ctxview.cli",
+        "--store",
+        str(store),
+        "demo",
+        "--no-view",
+        "--pace",
+        "0",
+    ]
     assert subprocess.run(cmd, capture_output=True, env=env, timeout=120).returncode == 0
     holder = sqlite3.connect(store, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # the write lock, held for the whole run

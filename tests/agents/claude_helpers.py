@@ -103,7 +103,7 @@ def after_result(body: dict[str, Any], tool_use_id: str) -> list[str]:
     conv = conversation(body)
     at = next(i for i, (_, k, _) in enumerate(conv) if k == f"tool_result:{tool_use_id}")
     out = []
-    for role, _, text in conv[at + 1:]:
+    for role, _, text in conv[at + 1 :]:
         if role == "assistant":
             break
         out.append(text)

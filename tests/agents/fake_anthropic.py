@@ -100,8 +100,12 @@ class FakeAnthropic:
         with self.lock:
             self.requests.append(body)
             if is_summary_request(body):
-                return [{"type": "text",
-                         "text": f"<analysis>done</analysis>\n<summary>{SUMMARY}</summary>"}]
+                return [
+                    {
+                        "type": "text",
+                        "text": f"<analysis>done</analysis>\n<summary>{SUMMARY}</summary>",
+                    }
+                ]
             if not body.get("tools"):
                 return [{"type": "text", "text": "Scripted session"}]
             script = self.steps
@@ -114,9 +118,15 @@ class FakeAnthropic:
             step = step(body)
         if "tool" in step:
             self._n += 1
-            return [{"type": "tool_use", "id": f"toolu_{self.prefix}{self._n:04d}_{step['tool']}",
-                     "name": step["tool"], "input": step["input"],
-                     **({"input_tokens": step["input_tokens"]} if "input_tokens" in step else {})}]
+            return [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{self.prefix}{self._n:04d}_{step['tool']}",
+                    "name": step["tool"],
+                    "input": step["input"],
+                    **({"input_tokens": step["input_tokens"]} if "input_tokens" in step else {}),
+                }
+            ]
         return [{"type": "text", "text": step["text"]}]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -137,10 +147,18 @@ class FakeAnthropic:
                     return
                 blocks = api.answer(body)
                 if not body.get("stream"):
-                    self._json({"id": "msg_x", "type": "message", "role": "assistant",
-                                "model": body.get("model", "m"), "content": blocks,
-                                "stop_reason": "end_turn", "stop_sequence": None,
-                                "usage": {"input_tokens": 10, "output_tokens": 5}})
+                    self._json(
+                        {
+                            "id": "msg_x",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": body.get("model", "m"),
+                            "content": blocks,
+                            "stop_reason": "end_turn",
+                            "stop_sequence": None,
+                            "usage": {"input_tokens": 10, "output_tokens": 5},
+                        }
+                    )
                     return
                 self._stream(body, blocks)
 
@@ -172,21 +190,38 @@ class FakeAnthropic:
                     if block["type"] == "tool_use":
                         stop = "tool_use"
                         start = {**block, "input": {}}
-                        delta = {"type": "input_json_delta",
-                                 "partial_json": json.dumps(block["input"])}
+                        delta = {
+                            "type": "input_json_delta",
+                            "partial_json": json.dumps(block["input"]),
+                        }
                     else:
                         start = {"type": "text", "text": ""}
                         delta = {"type": "text_delta", "text": block["text"]}
-                    out.append(_sse("content_block_start", {"type": "content_block_start",
-                                                            "index": i, "content_block": start}))
-                    out.append(_sse("content_block_delta", {"type": "content_block_delta",
-                                                            "index": i, "delta": delta}))
-                    out.append(_sse("content_block_stop", {"type": "content_block_stop",
-                                                           "index": i}))
-                out.append(_sse("message_delta", {"type": "message_delta",
-                                                  "delta": {"stop_reason": stop,
-                                                            "stop_sequence": None},
-                                                  "usage": {"output_tokens": 20}}))
+                    out.append(
+                        _sse(
+                            "content_block_start",
+                            {"type": "content_block_start", "index": i, "content_block": start},
+                        )
+                    )
+                    out.append(
+                        _sse(
+                            "content_block_delta",
+                            {"type": "content_block_delta", "index": i, "delta": delta},
+                        )
+                    )
+                    out.append(
+                        _sse("content_block_stop", {"type": "content_block_stop", "index": i})
+                    )
+                out.append(
+                    _sse(
+                        "message_delta",
+                        {
+                            "type": "message_delta",
+                            "delta": {"stop_reason": stop, "stop_sequence": None},
+                            "usage": {"output_tokens": 20},
+                        },
+                    )
+                )
                 out.append(_sse("message_stop", {"type": "message_stop"}))
                 self.wfile.write(b"".join(out))
                 self.wfile.flush()

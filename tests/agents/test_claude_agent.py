@@ -30,8 +30,14 @@ def test_a_sub_agents_results_land_in_its_own_linked_session(tmp_path: Path) -> 
         assert p.ctxview("install", "claude-code").returncode == 0
         prompt = "sub-agent: read a.txt"
         steps = [
-            {"tool": "Agent", "input": {"description": "look at a", "prompt": prompt,
-                                        "subagent_type": "general-purpose"}},
+            {
+                "tool": "Agent",
+                "input": {
+                    "description": "look at a",
+                    "prompt": prompt,
+                    "subagent_type": "general-purpose",
+                },
+            },
             {"text": "Done."},
         ]
         sub_agent = [  # its own conversation, run beside the main one

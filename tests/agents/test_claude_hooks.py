@@ -86,7 +86,9 @@ async def test_read_keeps_claude_codes_numbers_and_a_reread_is_the_stub(engine, 
 
 async def test_bash_is_capped_and_a_search_through_bash_is_the_same_result_stub(engine, tmp_path):
     long = "\n".join(str(i) for i in range(1, 1001))
-    out = updated(await engine.handle("PostToolUse", bash_input(tmp_path, "seq 1 1000", long, "b1")))
+    out = updated(
+        await engine.handle("PostToolUse", bash_input(tmp_path, "seq 1 1000", long, "b1"))
+    )
     assert out["stdout"].startswith("[#1000]\n1\n") and "lines elided, full output #1000]" in out[
         "stdout"] and out["stderr"] == ""  # fmt: skip
     grep = "a.py:1:x = 1"
@@ -114,9 +116,14 @@ async def test_an_edit_answers_with_its_id_and_diff_as_context(engine, tmp_path)
     assert "-x = 1" in hso["additionalContext"] and "+x = 2" in hso["additionalContext"]
     g = tmp_path / "proj" / "new.txt"
     g.write_text("hello\n")
-    write = base(tmp_path, hook_event_name="PostToolUse", tool_name="Write", tool_use_id="w1",
-                 tool_input={"file_path": str(g), "content": "hello\n"},
-                 tool_response={"type": "create", "filePath": str(g), "content": "hello\n"})
+    write = base(
+        tmp_path,
+        hook_event_name="PostToolUse",
+        tool_name="Write",
+        tool_use_id="w1",
+        tool_input={"file_path": str(g), "content": "hello\n"},
+        tool_response={"type": "create", "filePath": str(g), "content": "hello\n"},
+    )
     ctx = (await engine.handle("PostToolUse", write))["hookSpecificOutput"]["additionalContext"]
     assert ctx.startswith(f"[#1001 {g} sha ") and "Created, 1 line." in ctx
     f.write_text("x = 3\ny = 4\n")
@@ -130,8 +137,14 @@ async def test_an_edit_answers_with_its_id_and_diff_as_context(engine, tmp_path)
 
 
 async def test_other_tools_are_generic_and_ctxviews_own_pass(engine, tmp_path):
-    text = base(tmp_path, hook_event_name="PostToolUse", tool_name="mcp__other__thing",
-                tool_use_id="m1", tool_input={}, tool_response="plain text")
+    text = base(
+        tmp_path,
+        hook_event_name="PostToolUse",
+        tool_name="mcp__other__thing",
+        tool_use_id="m1",
+        tool_input={},
+        tool_response="plain text",
+    )
     assert updated(await engine.handle("PostToolUse", text)) == "[#1000]\nplain text"
     blocks = base(tmp_path, hook_event_name="PostToolUse", tool_name="Agent", tool_use_id="a1",
                   tool_input={"prompt": "p"},
@@ -143,14 +156,22 @@ async def test_other_tools_are_generic_and_ctxviews_own_pass(engine, tmp_path):
     odd = base(tmp_path, hook_event_name="PostToolUse", tool_name="WebSearch", tool_use_id="w1",
                tool_input={}, tool_response={"results": [1, 2]})  # fmt: skip
     ctx = (await engine.handle("PostToolUse", odd))["hookSpecificOutput"]
-    assert ctx == {"hookEventName": "PostToolUse",
-                   "additionalContext": "[#1002] is the id of this WebSearch result."}
+    assert ctx == {
+        "hookEventName": "PostToolUse",
+        "additionalContext": "[#1002] is the id of this WebSearch result.",
+    }
     conn = sqlite3.connect(engine.store)
     shown, stored = conn.execute("SELECT shown, stored FROM bodies WHERE rid = ?",
                                  (0x1002,)).fetchone()  # fmt: skip
     assert shown == ctx["additionalContext"] and json.loads(stored) == {"results": [1, 2]}
-    own = base(tmp_path, hook_event_name="PostToolUse", tool_name="mcp__ctxview__recall",
-               tool_use_id="r1", tool_input={"id": "#1000"}, tool_response="[#1003 recall …]")
+    own = base(
+        tmp_path,
+        hook_event_name="PostToolUse",
+        tool_name="mcp__ctxview__recall",
+        tool_use_id="r1",
+        tool_input={"id": "#1000"},
+        tool_response="[#1003 recall …]",
+    )
     assert await engine.handle("PostToolUse", own) is None
 
 
@@ -185,8 +206,14 @@ async def test_a_grep_of_long_lines_is_capped_to_fit_claude_codes_own_limit(engi
     assert got["content"].endswith("z" * 180)  # the tail is there
     assert stored(engine, 0x1000) == (got["content"], wide)
     # Bash keeps the spec's bounds (Claude Code shows up to 50,000 characters of it).
-    bash = updated(await engine.handle("PostToolUse", tool_input(
-        tmp_path, "Bash", {"command": "cat wide.txt"}, {"stdout": wide, "stderr": ""}, "w2")))
+    bash = updated(
+        await engine.handle(
+            "PostToolUse",
+            tool_input(
+                tmp_path, "Bash", {"command": "cat wide.txt"}, {"stdout": wide, "stderr": ""}, "w2"
+            ),
+        )
+    )
     assert 20_000 < len(bash["stdout"]) <= 31_000  # fmt: skip
 
 
@@ -243,8 +270,10 @@ async def test_glob_is_a_search_its_names_one_a_line(engine, tmp_path):
     one = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Glob", args, resp,
                                                                 "l1")))  # fmt: skip
     assert one["filenames"][0] == "[#1000]" and one["filenames"][1:101] == names
-    assert one["filenames"][-1] == ("(Showing 100 of 3000 matching files; 2900 more are not "
-                                    "listed. Narrow the pattern or path to see the rest.)")
+    assert one["filenames"][-1] == (
+        "(Showing 100 of 3000 matching files; 2900 more are not "
+        "listed. Narrow the pattern or path to see the rest.)"
+    )
     assert one["truncated"] is False and one["durationMs"] == 12  # no note of Claude Code's
     two = updated(await engine.handle("PostToolUse", tool_input(tmp_path, "Glob", args, resp,
                                                                 "l2")))  # fmt: skip
@@ -264,8 +293,14 @@ async def test_glob_is_a_search_its_names_one_a_line(engine, tmp_path):
     ls = "- /proj/\n  - a.py\n  - b.py\n"
     assert updated(await engine.handle("PostToolUse", tool_input(
         tmp_path, "LS", {"path": "/proj"}, ls, "s1"))) == f"[#1004]\n{ls}"  # fmt: skip
-    assert updated(await engine.handle("PostToolUse", tool_input(
-        tmp_path, "LS", {"path": "/proj"}, ls, "s2"))) == "[#1005] Same result as #1004."
+    assert (
+        updated(
+            await engine.handle(
+                "PostToolUse", tool_input(tmp_path, "LS", {"path": "/proj"}, ls, "s2")
+            )
+        )
+        == "[#1005] Same result as #1004."
+    )
 
 
 async def test_webfetch_is_capped_and_never_a_stub(engine, tmp_path):
@@ -290,10 +325,25 @@ async def test_a_notebook_edit_answers_with_its_id_and_the_notebooks_diff(engine
     nb = tmp_path / "proj" / "n.ipynb"
 
     def notebook(source: str) -> str:
-        return json.dumps({"cells": [{"cell_type": "code", "id": "c1", "metadata": {},
-                                      "source": [source], "outputs": [],
-                                      "execution_count": None}],
-                           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+        return json.dumps(
+            {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "id": "c1",
+                        "metadata": {},
+                        "source": [source],
+                        "outputs": [],
+                        "execution_count": None,
+                    }
+                ],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+            indent=1,
+        )
+
     before, after = notebook("x = 1"), notebook("x = 2")
     nb.write_text(after)
     payload = tool_input(tmp_path, "NotebookEdit", {
@@ -305,8 +355,14 @@ async def test_a_notebook_edit_answers_with_its_id_and_the_notebooks_diff(engine
     assert "updatedToolOutput" not in hso  # "Updated cell c1 with x = 2" stays
     ctx = hso["additionalContext"]
     assert ctx.startswith(f"[#1000 {nb} sha ") and '-    "x = 1"' in ctx and '+    "x = 2"' in ctx
-    failed = {**payload, "tool_use_id": "n2", "tool_response": {
-        **payload["tool_response"], "error": "Cell with ID \"c9\" not found in notebook."}}
+    failed = {
+        **payload,
+        "tool_use_id": "n2",
+        "tool_response": {
+            **payload["tool_response"],
+            "error": 'Cell with ID "c9" not found in notebook.',
+        },
+    }
     hso = (await engine.handle("PostToolUse", failed))["hookSpecificOutput"]
     assert hso["additionalContext"] == "[#1001] is the id of this NotebookEdit result."
 
@@ -333,13 +389,21 @@ def test_the_hook_command_caps_and_stubs_a_grep(tmp_path: Path) -> None:
 
 
 async def test_a_failed_call_is_stored_and_its_id_given_beside_the_error(engine, tmp_path):
-    failed = base(tmp_path, hook_event_name="PostToolUseFailure", tool_name="Bash",
-                  tool_use_id="f1", tool_input={"command": "ls nope"},
-                  error="Exit code 2\nls: cannot access 'nope': No such file or directory")
+    failed = base(
+        tmp_path,
+        hook_event_name="PostToolUseFailure",
+        tool_name="Bash",
+        tool_use_id="f1",
+        tool_input={"command": "ls nope"},
+        error="Exit code 2\nls: cannot access 'nope': No such file or directory",
+    )
     out = await engine.handle("PostToolUseFailure", failed)
-    assert out == {"hookSpecificOutput": {
-        "hookEventName": "PostToolUseFailure",
-        "additionalContext": "[#1000] is the id of this failed Bash call's output."}}
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUseFailure",
+            "additionalContext": "[#1000] is the id of this failed Bash call's output.",
+        }
+    }
     conn = sqlite3.connect(engine.store)
     assert conn.execute("SELECT stored FROM bodies").fetchone()[0] == failed["error"]
     interrupted = {**failed, "tool_use_id": "f2", "is_interrupt": True}

@@ -43,8 +43,15 @@ def test_project_install_merges_is_idempotent_and_uninstall_restores(tmp_path: P
     store = tmp_path / "state" / "store.db"
     done = ctxview(proj, home, "--store", str(store), "install", "claude-code", "--project")
     assert done.returncode == 0, done.stderr
-    for event in ("PostToolUse", "PostToolUseFailure", "SessionStart", "PreCompact", "Stop",
-                  "SessionEnd", "UserPromptSubmit"):
+    for event in (
+        "PostToolUse",
+        "PostToolUseFailure",
+        "SessionStart",
+        "PreCompact",
+        "Stop",
+        "SessionEnd",
+        "UserPromptSubmit",
+    ):
         assert f"added the {event} hook to {settings}" in done.stdout
     assert f"added the MCP server ctxview (`ctxview mcp`) in {mcp}" in done.stdout
     assert json.loads(shared.read_text()) == {"model": "team"}  # the shared file: untouched
@@ -75,7 +82,9 @@ def test_project_install_merges_is_idempotent_and_uninstall_restores(tmp_path: P
 
     before = (settings.read_text(), mcp.read_text())
     again = ctxview(proj, home, "--store", str(store), "install", "claude-code")
-    assert again.returncode == 0 and again.stdout == "claude-code: already set up, nothing changed.\n"
+    assert (
+        again.returncode == 0 and again.stdout == "claude-code: already set up, nothing changed.\n"
+    )
     assert (settings.read_text(), mcp.read_text()) == before
 
     gone = ctxview(proj, home, "uninstall", "claude-code", "--project")
@@ -104,8 +113,10 @@ def test_user_install_writes_the_users_files_and_leaves_no_trace(tmp_path: Path)
     assert "enabledMcpjsonServers" not in s
     assert not (proj / ".claude").exists() and not (proj / ".mcp.json").exists()
     doctor = ctxview(proj, home, "--store", str(tmp_path / "s.db"), "doctor")
-    assert "claude code (user" in doctor.stdout and "hooks PostToolUse, PostToolUseFailure, SessionStart" in (
-        doctor.stdout)
+    assert (
+        "claude code (user" in doctor.stdout
+        and "hooks PostToolUse, PostToolUseFailure, SessionStart" in (doctor.stdout)
+    )
     gone = ctxview(proj, home, "uninstall", "claude-code", "--user")
     assert gone.returncode == 0
     assert not (home / ".claude" / "settings.json").exists()  # it held only ours

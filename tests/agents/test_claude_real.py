@@ -41,8 +41,14 @@ def _script(p: Project) -> list[dict]:
         {"tool": "Read", "input": {"file_path": notes}},
         {"tool": "Read", "input": {"file_path": notes}},
         {"tool": "Bash", "input": {"command": "seq 1 1000", "description": "count"}},
-        {"tool": "Edit", "input": {"file_path": notes, "old_string": "line 3 alpha",
-                                   "new_string": "line 3 gamma"}},
+        {
+            "tool": "Edit",
+            "input": {
+                "file_path": notes,
+                "old_string": "line 3 alpha",
+                "new_string": "line 3 gamma",
+            },
+        },
         {"tool": "Bash", "input": {"command": "grep -n beta notes.txt", "description": "find"}},
         {"tool": "Bash", "input": {"command": "grep -n beta notes.txt", "description": "again"}},
     ]
@@ -136,8 +142,12 @@ def test_a_hooked_session_reaches_the_model_and_the_store(tmp_path: Path) -> Non
         before = _counts(p.store)
         assert before["sessions"] == 1 and before["usage"] > 0
         conn = sqlite3.connect(p.store)
-        order = [r[0] or r[1] for r in conn.execute(
-            "SELECT CASE WHEN kind = 'message' THEN role END, kind FROM events ORDER BY seq")]
+        order = [
+            r[0] or r[1]
+            for r in conn.execute(
+                "SELECT CASE WHEN kind = 'message' THEN role END, kind FROM events ORDER BY seq"
+            )
+        ]
         conn.close()
         assert order.index("user") < order.index("result")
         assert order.count("assistant") >= len(calls)  # each call's message, with its usage

@@ -112,7 +112,10 @@ def check_requests(sent: list[dict[str, Any]], rebuilt: list[api.RecordedRequest
         # The cache marks, compared apart with the record's cacheControl.
         assert _marks(body) == sorted((tuple(m["path"]) for m in req.marks), key=json.dumps)
         assert (body["system"][1:], body["tools"], body["messages"]) == (
-            got["system"], got["tools"], got["messages"])
+            got["system"],
+            got["tools"],
+            got["messages"],
+        )
         for key in ("model", "max_tokens", "thinking", "context_management", "output_config"):
             assert body.get(key) == req.params.get(key), key
         # Not reproduced (2.1.328): a request that ends in the "hasn't heard from you" reminder
@@ -236,7 +239,7 @@ async def test_x_shows_the_recorded_request(session: dict[str, Any]) -> None:
         await pilot.pause()
         lines = panel.render().plain.split("\n")
         row = next(i for i, ln in enumerate(lines) if ln.startswith("recorded"))
-        assert lines[row + 1].count("K") >= 1, lines[row:row + 2]
+        assert lines[row + 1].count("K") >= 1, lines[row : row + 2]
         assert "3 cache breakpoints" in lines[row + 1], lines[row + 1]
 
 
@@ -268,6 +271,7 @@ async def test_imported_as_it_grows_equal_what_was_sent(session: dict[str, Any],
 
 # Without Claude Code: the collector's own rules on hand-made records.
 
+
 def _msg(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "content": [{"type": "text", "text": text}]}
 
@@ -285,8 +289,12 @@ def test_hash_form_and_wire_form() -> None:
                              [{"path": ["messages", 0, "content", 0],
                                "value": {"type": "ephemeral"}},
                               {"path": ["messages", 5, "content", 0], "value": {}}])  # fmt: skip
-    assert body["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}],
+        }
+    ]
     assert missed == ['["messages", 5, "content", 0]']
 
 

@@ -113,8 +113,12 @@ def test_imported_before_the_hooks_then_resumed_hooked_while_followed(tmp_path: 
         assert sessions == [f"cc-{sid}"]
         results = _results(p.store)
         refs = [r[1] for r in results]
-        assert refs == ["toolu_a0001_Read", "toolu_b0001_Read", "toolu_b0002_Bash",
-                        "toolu_b0003_Bash"]  # each result once, in order
+        assert refs == [
+            "toolu_a0001_Read",
+            "toolu_b0001_Read",
+            "toolu_b0002_Bash",
+            "toolu_b0003_Bash",
+        ]  # each result once, in order
         # The model saw no id before the hooks: the re-read is in full with its own id, not a
         # stub naming #1000.
         assert got["toolu_b0001_Read"].startswith(f"0\t[#1001 {notes} lines 1-2 of 2 sha ")

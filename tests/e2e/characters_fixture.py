@@ -53,5 +53,3 @@ async def build_store(path: Path) -> tuple[str, int]:
             await s.insert("bash", {"command": "echo hi"}, "hi")
     await w.close()
     return main, rid
-
-

@@ -106,7 +106,9 @@ async def test_filter_by_a_word_of_the_title(tmp_path: Path) -> None:
         await pilot.press(*["backspace"] * 13, *"quokka")
         await _shown(pilot, screen, [t.newest])
         table = screen.query_one(DataTable)
-        assert "quokka" not in str(table.get_row_at(0)[0]) and str(table.get_row_at(0)[0])[-1] == "…"
+        assert (
+            "quokka" not in str(table.get_row_at(0)[0]) and str(table.get_row_at(0)[0])[-1] == "…"
+        )
         # A filter keeps the order chosen.
         await pilot.press(*["backspace"] * 6, *"the", "enter", "s")
         await _shown(pilot, screen, [t.biggest, t.saver, t.newest])

@@ -236,9 +236,9 @@ async def test_counts_in_words_and_the_x_screen(tmp_path: Path) -> None:
         # Every character of the context is on the screen's rows, in order: folded, not cut.
         rows = [body.row(y) for y in range(body.virtual_size.height)]
         assert all(cell_len(r) <= body.text_width for r in rows)
-        assert "".join(rows) == "".join(
-            ln.expandtabs(8) for ln in screen.text.split("\n")
-        ).replace("\x1b", "\u241b")
+        assert "".join(rows) == "".join(ln.expandtabs(8) for ln in screen.text.split("\n")).replace(
+            "\x1b", "\u241b"
+        )
 
 
 def test_fold_starts_never_split_a_wide_character() -> None:

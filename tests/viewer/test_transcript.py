@@ -411,7 +411,9 @@ async def test_jump_message_opens_the_session_there(filled: Filled) -> None:
         await wait_for(pilot, lambda: view.cursor_block and view.cursor_block.rid == 0x1003)
         # A second jump lands in the same transcript, from the result screen too.
         view.post_message(
-            __import__("ctxview.viewer.messages").viewer.messages.OpenResult(filled.session_id, 0x1000)
+            __import__("ctxview.viewer.messages").viewer.messages.OpenResult(
+                filled.session_id, 0x1000
+            )
         )
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ResultScreen))
         pilot.app.post_message(Jump(filled.session_id, 0x1001))

@@ -82,6 +82,7 @@ def test_eighty_dots_at_80_by_24_in_tmux(tmp_path: Path) -> None:
                     "24", f"env TERM=xterm-256color {ctxview} --store {path} view --session "
                     f"{sid} --jump {ids_hex(path)}"],
                    check=True, env=env, timeout=30)  # fmt: skip
+
     def dots(screen: str) -> int:
         """The dots' result: its bracket line, then its body wrapped over two rows."""
         lines = screen.split("\n")

@@ -39,7 +39,9 @@ def _plural(n: int, word: str) -> str:
 
 def batch_line(report: FileReport) -> str:
     """One batch imported, in a sentence: '+1 line (80 bytes) → cc-…'."""
-    parts = [f"+{_plural(report.lines, 'line')} ({_plural(report.bytes, 'byte')}) → {report.session}"]
+    parts = [
+        f"+{_plural(report.lines, 'line')} ({_plural(report.bytes, 'byte')}) → {report.session}"
+    ]
     if report.replaced:
         parts.append("the file was truncated or replaced: read again from its start")
     if report.problems:

@@ -111,8 +111,10 @@ async def _run(args: argparse.Namespace) -> int:
               + (f"; {_n(neither, 'file')} of neither format left alone." if neither else "."))  # fmt: skip
     if quiet:
         kinds = sorted(quiet.items(), key=lambda kv: (-kv[1], kv[0]))
-        print(f"Left aside {_n(sum(quiet.values()), 'record')} of known kinds with nothing to "
-              "import (" + ", ".join(f"{k} {n:,}" for k, n in kinds) + ").")
+        print(
+            f"Left aside {_n(sum(quiet.values()), 'record')} of known kinds with nothing to "
+            "import (" + ", ".join(f"{k} {n:,}" for k, n in kinds) + ")."
+        )
     if problems:
         print(f"Skipped {_n(len(problems), 'record')} that could not be imported:", file=sys.stderr)
         for problem in problems[:_SHOW_PROBLEMS]:

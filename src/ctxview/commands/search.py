@@ -17,7 +17,9 @@ LIMIT = 200
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", nargs="+", help="words to find (every one must appear)")
     parser.add_argument("--session", help="only this session (id or unique prefix)")
-    parser.add_argument("--limit", type=int, default=LIMIT, help=f"at most N hits (default {LIMIT})")
+    parser.add_argument(
+        "--limit", type=int, default=LIMIT, help=f"at most N hits (default {LIMIT})"
+    )
     parser.add_argument("--json", action="store_true", help="a JSON object: hits and whether more")
 
 

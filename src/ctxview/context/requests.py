@@ -113,8 +113,12 @@ def build(shape: dict[str, Any], messages: list[dict[str, Any]],
     return body, missed
 
 
-def request_digest(shape: dict[str, Any], messages: list[dict[str, Any]],
-                   marks: list[dict[str, Any]], params: dict[str, Any]) -> str:
+def request_digest(
+    shape: dict[str, Any],
+    messages: list[dict[str, Any]],
+    marks: list[dict[str, Any]],
+    params: dict[str, Any],
+) -> str:
     """What Claude Code's `requestDigest` is computed over (messages canonical, marks on)."""
     body = {"system": copy.deepcopy(shape.get("system") or []),
             "tools": copy.deepcopy(shape.get("tools") or []),
@@ -173,19 +177,41 @@ def rebuild(rows: list[dict[str, Any]], shapes: dict[str, dict[str, Any]],
         keep = int(row.get("keep") or 0)
         tail = row.get("tail") or []
         missing = [h for h in tail if h not in blobs]
-        messages = base[:keep] + [blobs.get(h, {"role": "user", "content": [
-            {"type": "text", "text": f"[message {h[:12]} not in the transcript]"}]}) for h in tail]
+        messages = base[:keep] + [
+            blobs.get(
+                h,
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": f"[message {h[:12]} not in the transcript]"}
+                    ],
+                },
+            )
+            for h in tail
+        ]
         shape = shapes.get(row.get("shape_hash") or "", {})
         marks = row.get("cache_control") or []
         body, missed = build(shape, messages, marks)
         if not shape:
             missed = [*missed, "shape"]
-        out.append(RecordedRequest(
-            n=n, id=str(row.get("id") or ""), ts=row.get("ts"),
-            query_source=str(row.get("query_source") or ""), params=row.get("params") or {},
-            body=body, keep=keep, prev_len=len(prev), marks=marks, usage=row.get("usage"),
-            digest=row.get("digest"), missing=missing, missed_marks=missed,
-            computed_digest=request_digest(shape, messages, marks, row.get("params") or {})))
+        out.append(
+            RecordedRequest(
+                n=n,
+                id=str(row.get("id") or ""),
+                ts=row.get("ts"),
+                query_source=str(row.get("query_source") or ""),
+                params=row.get("params") or {},
+                body=body,
+                keep=keep,
+                prev_len=len(prev),
+                marks=marks,
+                usage=row.get("usage"),
+                digest=row.get("digest"),
+                missing=missing,
+                missed_marks=missed,
+                computed_digest=request_digest(shape, messages, marks, row.get("params") or {}),
+            )
+        )
         by_id[str(row.get("id") or "")] = messages
         prev = messages
     return out
@@ -206,7 +232,9 @@ def _block_text(block: Any) -> str:
     if kind == "text":
         return str(block.get("text", ""))
     if kind == "tool_use":
-        return f"[tool_use {block.get('name')} {block.get('id')}] {canonical_json(block.get('input'))}"
+        return (
+            f"[tool_use {block.get('name')} {block.get('id')}] {canonical_json(block.get('input'))}"
+        )
     if kind == "tool_result":
         c = block.get("content")
         inner = c if isinstance(c, str) else "\n".join(_block_text(b) for b in c or [])
@@ -222,9 +250,11 @@ def render_request(req: RecordedRequest) -> str:
     message block verbatim; a cache breakpoint is marked where Claude Code put it."""
     cache = "  ⟪cache breakpoint⟫"
     p = req.params
-    lines = [f"model {p.get('model')} · max_tokens {p.get('max_tokens')} · "
-             f"thinking {canonical_json(p.get('thinking'))} · "
-             f"keeps {req.keep} of {req.prev_len} messages before · source {req.query_source}"]
+    lines = [
+        f"model {p.get('model')} · max_tokens {p.get('max_tokens')} · "
+        f"thinking {canonical_json(p.get('thinking'))} · "
+        f"keeps {req.keep} of {req.prev_len} messages before · source {req.query_source}"
+    ]
     if p.get("betas"):
         lines.append("betas " + ", ".join(map(str, p["betas"])))
     lines.append("")

@@ -75,8 +75,9 @@ class ClaudeParser:
         self._hooked: dict[str, set[str]] = {}  # session -> results a hook stored
         # Claude Code's own request records (api_requests.py); kept across `provisional`'s
         # re-init, as its message pool is not part of the saved state.
-        self._api: api_requests.Collector = getattr(self, "_api", None) or \
-            api_requests.Collector(state.get("api"))
+        self._api: api_requests.Collector = getattr(self, "_api", None) or api_requests.Collector(
+            state.get("api")
+        )
         self.quiet: dict[str, int] = getattr(self, "quiet", {})  # kinds skipped -> count
 
     def state(self) -> dict[str, Any]:

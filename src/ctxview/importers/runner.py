@@ -35,8 +35,15 @@ from ctxview.importers.source_ids import SourceIds, named_by_file, session_id
 from ctxview.store import Writer
 from ctxview.store.session_lock import HookPending
 
-__all__ = ["FileImporter", "FileReport", "HookedElsewhere", "Problem", "check_file",
-           "import_file", "parse_line"]
+__all__ = [
+    "FileImporter",
+    "FileReport",
+    "HookedElsewhere",
+    "Problem",
+    "check_file",
+    "import_file",
+    "parse_line",
+]
 
 _IDENTIFY_LINES = 200
 # An import commits what it read, with the offset and parser state that cover it, about this

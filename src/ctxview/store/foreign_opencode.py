@@ -86,8 +86,10 @@ def read_sessions(path: Path) -> list[dict[str, Any]]:
             owner = sessions.get(r["session_id"])
             if owner is None:
                 continue
-            msg: dict[str, Any] = {"info": _obj(r, {"id": "id", "sessionID": "session_id"}),
-                                   "parts": []}
+            msg: dict[str, Any] = {
+                "info": _obj(r, {"id": "id", "sessionID": "session_id"}),
+                "parts": [],
+            }
             owner["messages"].append(msg)
             messages[r["id"]] = msg
         for r in conn.execute("SELECT * FROM part ORDER BY message_id, id"):

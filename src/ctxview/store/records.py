@@ -118,7 +118,9 @@ class SessionRow:
     @property
     def live(self) -> bool:
         """A writer is attached: not ended, and its writer's lease holds now."""
-        return self.ended is None and self.lease_until is not None and self.lease_until > time.time()
+        return (
+            self.ended is None and self.lease_until is not None and self.lease_until > time.time()
+        )
 
     @property
     def left_at(self) -> float | None:

@@ -228,7 +228,11 @@ def _to_v6(conn: sqlite3.Connection) -> None:
 # version -> the step that brings a store of that version to the next one. Steps are idempotent
 # and run inside the migration's transaction.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: _to_v2, 2: _to_v3, 3: _to_v4, 4: _to_v5, 5: _to_v6,
+    1: _to_v2,
+    2: _to_v3,
+    3: _to_v4,
+    4: _to_v5,
+    5: _to_v6,
 }
 
 

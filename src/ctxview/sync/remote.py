@@ -64,8 +64,11 @@ CREATE TABLE ctxview_sessions (
 );
 CREATE TABLE ctxview_events (
     machine text NOT NULL, session text NOT NULL,
-    {", ".join(f"{c} {event_type(c)}" + (" NOT NULL" if c == "ts" else "")
-               for c in ("seq", *EVENT_COLUMNS))},
+    {
+    ", ".join(
+        f"{c} {event_type(c)}" + (" NOT NULL" if c == "ts" else "") for c in ("seq", *EVENT_COLUMNS)
+    )
+},
     fts tsvector,
     PRIMARY KEY (machine, session, seq)
 );
@@ -99,7 +102,8 @@ def transient(exc: BaseException) -> bool:
         return exc.transient
     low = str(exc).lower()
     return isinstance(exc, psycopg.OperationalError) and not (
-        "password" in low or ("database" in low and "does not exist" in low))
+        "password" in low or ("database" in low and "does not exist" in low)
+    )
 
 
 def describe(url: str) -> str:
@@ -188,8 +192,10 @@ async def _version(conn: psycopg.AsyncConnection[Any], url: str) -> int | None:
                           "write; refusing to touch it.")  # fmt: skip
     version = int(meta["schema_version"])
     if version > PG_SCHEMA_VERSION:
-        raise RemoteError(f"The database at {where} was written by a newer ctxview (schema "
-                          f"{version}; this one knows up to {PG_SCHEMA_VERSION}); upgrade ctxview.")
+        raise RemoteError(
+            f"The database at {where} was written by a newer ctxview (schema "
+            f"{version}; this one knows up to {PG_SCHEMA_VERSION}); upgrade ctxview."
+        )
     return version
 
 

@@ -53,7 +53,7 @@ async def search(url: str, query: str, *, session: str | None = None,
                     substring(b.stored from 1 for 4000), e.ts
              FROM ctxview_bodies b JOIN ctxview_events e ON e.machine = b.machine AND
                   e.session = b.session AND e.rid = b.rid AND e.kind = 'result'
-             WHERE b.fts @@ to_tsquery('simple', %(q)s) {only.replace('session', 'b.session')})
+             WHERE b.fts @@ to_tsquery('simple', %(q)s) {only.replace("session", "b.session")})
             ORDER BY 8 DESC LIMIT %(n)s
             """,
             {"q": tsq, "s": session, "n": limit + 1},

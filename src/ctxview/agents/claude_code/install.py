@@ -59,7 +59,9 @@ HOOKS: dict[str, tuple[str, str | None, str]] = {
 }
 HOOK_TIMEOUT = 5  # seconds: Claude Code's own bound, above the engine's 2 s budget
 FAIL_ENV = "CTXVIEW_HOOK_FAIL"  # in Claude Code's environment: every hook fails (to see it)
-_OURS = re.compile(r"(?:backend|ctxview)[/.]agents[/.]hook_client\b|\bctxview\"? hook\b")  # backend/: before src/
+_OURS = re.compile(
+    r"(?:backend|ctxview)[/.]agents[/.]hook_client\b|\bctxview\"? hook\b"
+)  # backend/: before src/
 _OUR_URL = re.compile(rf"^http://{re.escape(endpoint.LOOPBACK)}:\d+/hook/")
 
 

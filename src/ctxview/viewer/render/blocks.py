@@ -287,8 +287,11 @@ def _thinking(block: Block, thinking: str, ctx: RenderContext, width: int) -> li
         t.append(f" · {n:,} line{'s' * (n != 1)}  (t opens)", p.dim + DETAIL_META)
         return [t]
     out = [styled("✻ thinking  (t folds)", p.dim + Style(italic=True) + DETAIL_META)]
-    body = thinking.split("\n") if ctx.raw else [t.plain for t in
-                                                   render_markdown(thinking, p, width - 2)]
+    body = (
+        thinking.split("\n")
+        if ctx.raw
+        else [t.plain for t in render_markdown(thinking, p, width - 2)]
+    )
     for line in body[:OPEN_MAX]:
         t = styled("┆ ", p.dim)
         t.append(line, p.dim + Style(italic=True))
@@ -342,7 +345,7 @@ def _detail(block: Block, form: CallForm, ctx: RenderContext) -> list[Text]:
     if not lines:
         return []
     n = len(lines)
-    shown = lines[: OPEN_MAX] if block.detail_open else lines[: form.detail_fold]
+    shown = lines[:OPEN_MAX] if block.detail_open else lines[: form.detail_fold]
     out = []
     for line in shown:
         t = styled("  ┆ ", p.dim)
@@ -398,8 +401,12 @@ def _tool(block: Block, data: BlockData, ctx: RenderContext, width: int) -> list
         text = data.stored
     if not text:
         return [*out, Text(end="")]
-    if ((block.tool or "").lower() in AGENT_TOOLS and not ctx.raw and block.rkind == "full"
-            and not block.capped):
+    if (
+        (block.tool or "").lower() in AGENT_TOOLS
+        and not ctx.raw
+        and block.rkind == "full"
+        and not block.capped
+    ):
         # A sub-agent's report is Markdown, like a message.
         md = render_markdown(text, ctx.palette, width)
         report = [linkify(t, ctx.epoch_of, block.epoch, ctx.palette) for t in md]

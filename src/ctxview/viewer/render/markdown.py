@@ -297,4 +297,3 @@ def render_markdown(text: str, palette: Palette, width: int = 80) -> list[Text]:
     tokens = _parser().parse(text)
     lines = _Renderer(palette, width).render(tokens)
     return lines or [Text(end="")]
-

@@ -127,10 +127,12 @@ class ResultScreen(CtxviewScreen[None]):
                 out.stylize(click(meta["rid"]), span.start, span.end)
         out.append("\n")
         facts = [ev.tool or "", ev.rkind or ""]
-        facts.append(f"shown {count(ev.shown_chars or 0, 'char')}, "
-                     f"{count(ev.shown_lines or 0, 'line')}")
-        facts.append(f"stored {count(ev.stored_chars or 0, 'char')}, "
-                     f"{count(ev.stored_lines or 0, 'line')}")
+        facts.append(
+            f"shown {count(ev.shown_chars or 0, 'char')}, {count(ev.shown_lines or 0, 'line')}"
+        )
+        facts.append(
+            f"stored {count(ev.stored_chars or 0, 'char')}, {count(ev.stored_lines or 0, 'line')}"
+        )
         if ev.capped:
             facts.append(f"capped: {count(ev.elided_lines or 0, 'line')} elided")
         extra = ev.extra
@@ -147,8 +149,10 @@ class ResultScreen(CtxviewScreen[None]):
             out.append_text(self.ref(ev.points_to))
         stubs = [e for e in self.pointing if e.rkind in ("unchanged", "same")]
         recalls = [e for e in self.pointing if e.rkind == "recall"]
-        out.append(f"\n{count(len(stubs), 'stub')} and {count(len(recalls), 'recall')} "
-                   "point back at it", p.dim)
+        out.append(
+            f"\n{count(len(stubs), 'stub')} and {count(len(recalls), 'recall')} point back at it",
+            p.dim,
+        )
         if self.pointing:
             out.append(": ", p.dim)
             for i, e in enumerate(self.pointing[:CHAIN_MAX]):

@@ -252,7 +252,9 @@ def _cells(row: RowView, columns: list[tuple[str, str, int]]) -> list[Text]:
         if row.depth < 0:  # a group's heading: all of it in the title column
             if key == "title":
                 label = by_key["title"]
-                value = label + _fit(by_key["workspace"], max(width - cell_len(label), 2), tail=True)
+                value = label + _fit(
+                    by_key["workspace"], max(width - cell_len(label), 2), tail=True
+                )
             out.append(Text(value if key == "title" else "", style="bold"))
         elif key == "title":
             out.append(Text(value, style="dim" if row.depth else ""))

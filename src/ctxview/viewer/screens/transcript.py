@@ -356,7 +356,9 @@ class TranscriptScreen(CtxviewScreen[None]):
         self.query_one(PromptBar).ask("jump", "Jump to id", "#1a2b or 1a2b")
 
     def action_search_prompt(self) -> None:
-        self.query_one(PromptBar).ask("search", "Search", "words: messages, calls, thinking, results")
+        self.query_one(PromptBar).ask(
+            "search", "Search", "words: messages, calls, thinking, results"
+        )
 
     @on(PromptBar.Submitted)
     async def _prompt(self, event: PromptBar.Submitted) -> None:
@@ -378,8 +380,9 @@ class TranscriptScreen(CtxviewScreen[None]):
         reader = self.app.reader
         self.search_query = query.strip()
         self.hits, self.hits_more = (
-            await reader.search_hits(self.search_query, session=self.session_id,
-                                     limit=self.SEARCH_LIMIT)
+            await reader.search_hits(
+                self.search_query, session=self.session_id, limit=self.SEARCH_LIMIT
+            )
             if self.search_query
             else ([], False)
         )

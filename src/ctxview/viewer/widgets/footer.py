@@ -65,7 +65,11 @@ class KeysFooter(Footer):
         items = list(super().compose())  # ctxview's screens use no binding groups
         keys = [w for w in items if isinstance(w, FooterKey)]
         pinned = sorted(
-            (k for k in keys if _action(k.action) in PINNED and not k.has_class("-command-palette")),
+            (
+                k
+                for k in keys
+                if _action(k.action) in PINNED and not k.has_class("-command-palette")
+            ),
             key=lambda k: PINNED.index(_action(k.action)),
         )
         palette = [k for k in keys if k.has_class("-command-palette")]

@@ -59,7 +59,6 @@ def fold_starts(line: str, width: int) -> list[int]:
 class WrappedText(ScrollView, can_focus=True):
     """Plain text, folded to the width; scrolls with the usual keys (ScrollView's)."""
 
-
     DEFAULT_CSS = """
     WrappedText { height: 1fr; overflow-x: hidden; scrollbar-gutter: stable; }
     """
