@@ -8,9 +8,13 @@ import asyncio
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ctxview.commands.common import store_path
 from ctxview.proxy.rewrite import Rewriter
+
+if TYPE_CHECKING:
+    from ctxview.proxy.server import Endpoint, Proxy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(args: argparse.Namespace) -> None:
+async def start(args: argparse.Namespace) -> tuple[Proxy, Endpoint]:
+    """The proxy the arguments ask for, listening; a clear error when it cannot."""
     from ctxview.commands.errors import CliError
     from ctxview.proxy.server import Proxy
 
@@ -65,6 +70,12 @@ async def _serve(args: argparse.Namespace) -> None:
         raise CliError(
             f"The proxy could not listen on 127.0.0.1:{args.port} ({exc.strerror})."
         ) from None
+    return proxy, end
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    store = store_path(args)
+    proxy, end = await start(args)
     print(f"ctxview proxy on {end.base} recording into {store}", file=sys.stderr)
     print("Send a client through it with:", file=sys.stderr)
     for k, v in end.variables().items():

@@ -13,8 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
-from ctxview.commands.common import store_path
-from ctxview.commands.proxy import add_rewrite_arguments, check_upstream, rewriter
+from ctxview.commands.proxy import add_rewrite_arguments, check_upstream, start
 
 DRAIN_SECONDS = 10.0  # at the end, for the last records to be written
 
@@ -48,23 +47,8 @@ def run(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace, cmd: list[str]) -> int:
     from ctxview.commands.errors import CliError
-    from ctxview.proxy.server import Proxy
 
-    store = store_path(args)
-    proxy = Proxy(
-        store,
-        upstream=args.upstream,
-        port=args.port,
-        workspace=os.getcwd(),
-        rewriter=rewriter(args),
-    )
-    try:
-        end = await proxy.start()
-    except OSError as exc:
-        await proxy.stop()
-        raise CliError(
-            f"The proxy could not listen on 127.0.0.1:{args.port} ({exc.strerror})."
-        ) from None
+    proxy, end = await start(args)
     env = {**os.environ, **end.variables()}
     loop = asyncio.get_running_loop()
     try:
