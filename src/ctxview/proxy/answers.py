@@ -34,8 +34,9 @@ class Answer:
             if isinstance(u, dict):
                 return u
             resp = self.body.get("response")
-            if isinstance(resp, dict) and isinstance(resp.get("usage"), dict):
-                return resp["usage"]  # type: ignore[no-any-return]
+            inner = resp.get("usage") if isinstance(resp, dict) else None
+            if isinstance(inner, dict):
+                return inner
         return None
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
+from textual import getters
 from textual.widget import Widget
 
 from ctxview.context.request_diff import diffs
@@ -25,6 +26,7 @@ from ctxview.context.session_requests import SentRequest, session_requests, usag
 from ctxview.context.state import ARMS, ContextState, Request, arm_state
 from ctxview.rules.config import Config, ConfigError
 from ctxview.rules.ids import format_id
+from ctxview.viewer.reader_app import ReaderApp
 
 BARS = "▁▂▃▄▅▆▇█"
 LABEL = 10
@@ -284,6 +286,8 @@ def request_line(fig: ContextFigures, k: int, digits: int = 4) -> str:
 class ContextPanel(Widget):
     """The panel under the transcript; `c` shows and hides it."""
 
+    app = getters.app(ReaderApp)  # typed: the app's reader
+
     DEFAULT_CSS = """
     ContextPanel {
         height: auto;
@@ -336,9 +340,9 @@ class ContextPanel(Widget):
 
     async def _load(self) -> None:
         fig = self.figures
-        await fig.load(self.app.reader, self.session_id, self._paint_page)  # type: ignore[attr-defined]
+        await fig.load(self.app.reader, self.session_id, self._paint_page)
         # After the replay's pages (its first paint is not delayed): the recorded requests.
-        reader = self.app.reader  # type: ignore[attr-defined]  # App has no reader; CtxviewApp does
+        reader = self.app.reader
         fig.recorded = await session_requests(reader, self.session_id)
         fig.done = True
         fig.total = max(fig.total, fig.fed)
@@ -347,7 +351,7 @@ class ContextPanel(Widget):
 
     async def _poll_store(self) -> None:
         fig = self.figures
-        if fig.done and await fig.load(self.app.reader, self.session_id):  # type: ignore[attr-defined]
+        if fig.done and await fig.load(self.app.reader, self.session_id):
             fig.total = max(fig.total, fig.fed)
             self._version += 1
             self.refresh(layout=True)
