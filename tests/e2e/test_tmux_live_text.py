@@ -99,8 +99,10 @@ def body(screen: str) -> list[str]:
     return [r[2 : SIZE[0] - 2].rstrip() for r in rows[1:status] if "new rows ↓" not in r]
 
 
-def settled(tmux: Tmux, target: str) -> list[str]:
-    """The transcript's rows once drawn (no row still a '…' placeholder) and still."""
+def settled(tmux: Tmux, target: str, unlike: list[str] | None = None) -> list[str]:
+    """The transcript's rows once drawn (no row still a '…' placeholder) and still, and, with
+    `unlike`, other than those (the screen before a key: a still screen is not yet the key's
+    answer when the viewer is slow to take it)."""
     last: list[str] | None = None
     end = time.monotonic() + 30
     while time.monotonic() < end:
@@ -108,7 +110,7 @@ def settled(tmux: Tmux, target: str) -> list[str]:
             rows = body(tmux.screen(target))
         except StopIteration:  # no status line yet
             rows = []
-        if rows and rows == last and not any(r == "…" for r in rows):
+        if rows and rows == last and rows != unlike and not any(r == "…" for r in rows):
             return rows
         last = rows
         time.sleep(0.15)
@@ -116,17 +118,20 @@ def settled(tmux: Tmux, target: str) -> list[str]:
 
 
 def page_through(tmux: Tmux, target: str) -> list[str]:
-    """Every row of the transcript from its first: home, then page down to the end."""
+    """Every row of the transcript from its first: home, then page down to the tail. The view
+    is at its tail when called: that screen is the last page, so each key waits for the screen
+    it changes (a screen that stayed as it was ended the paging early under load, the last
+    texts unseen, in the fresh view as in the live one)."""
+    tail = settled(tmux, target)
     tmux.keys("Home", target=target)
+    page = settled(tmux, target, unlike=tail)  # the transcript is longer than a screen
     seen: list[str] = []
-    page = settled(tmux, target)
     for _ in range(400):
         seen.extend(page)
-        tmux.keys("PageDown", target=target)
-        following = settled(tmux, target)
-        if following == page:
+        if page == tail:
             return seen
-        page = following
+        tmux.keys("PageDown", target=target)
+        page = settled(tmux, target, unlike=page)
     raise AssertionError("paging never reached the end")
 
 
