@@ -37,6 +37,7 @@ from ctxview.importers.common import (
     when,
     whole,
 )
+from ctxview.importers.hub import LiveCalls
 from ctxview.importers.replay import CallRef, Replay
 from ctxview.tools import ToolError
 from ctxview.tools import patch as patch_tool
@@ -64,7 +65,7 @@ class CodexParser:
         # The response being gathered, and at the end of what was read the seq it was stored at
         # provisionally (see `provisional`).
         self._msg: dict[str, Any] | None = state.get("msg")
-        self._live: set[str] | None = None  # call ids `ctxview mcp` stored (see `_result`)
+        self._live = LiveCalls(hub)  # what the hooked session stored itself
 
     def state(self) -> dict[str, Any]:
         return {"pending": self._pending, "usage": self._usage, "total": self._total,
@@ -223,7 +224,7 @@ class CodexParser:
 
     async def _result(self, call_id: str, output: Any, ts: float) -> None:
         call = self._pending.pop(call_id, None) or {"name": "unknown", "input": {}}
-        if await self._stored_live(call_id):
+        if await self._live.stored(call_id):
             return
         name, args = call["name"], call["input"]
         text, exit_code = _output_text(output)
@@ -257,21 +258,6 @@ class CodexParser:
                 await main.read({"path": path, "command": script}, path, first, lines, None, **ref)
                 return
         await main.generic("bash", args, text, **ref)
-
-    async def _stored_live(self, call_id: str) -> bool:
-        """A result `ctxview mcp` already stored in this session while Codex ran, with the id
-        the model saw and Codex's call id as its ref (src/ctxview/agents/mcp/server.py): the import
-        adds the messages and usage around it, never a second copy."""
-        main = self.hub.main
-        if not main.data.get("hooked"):
-            return False
-        if self._live is None or call_id not in self._live:  # stored since the last look
-            self._live = await self.hub.writer.tree_call_refs(main.id)
-        if call_id in self._live:
-            return True
-        # Imported here (a call outside ctxview's tools): past the ids `ctxview mcp` took.
-        main.session.advance_ids(await self.hub.writer.tree_next_rid(main.id))
-        return False
 
     async def _patch(self, main: Replay, name: str, args: dict[str, Any], patch: str, text: str,
                      exit_code: int | None, ref: CallRef) -> None:  # fmt: skip

@@ -122,3 +122,25 @@ async def resume(writer: Writer, sid: str, cwd: str) -> Replay:
         raise KeyError(sid)
     session = await Session.resume(writer, sid)
     return Replay(session, info["workspace"] or cwd, json.loads(info["data"] or "{}"))
+
+
+class LiveCalls:
+    """The calls a hooked session's own engine already stored while its agent ran (`ctxview mcp`
+    for Codex, the extension for pi), by the agent's call id: the import adds the messages and
+    usage around them, never a second copy. Read again only when a call is not among them."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self._refs: set[str] | None = None
+
+    async def stored(self, call_id: str) -> bool:
+        main = self.hub.main
+        if not main.data.get("hooked"):
+            return False
+        if self._refs is None or call_id not in self._refs:  # stored since the last look
+            self._refs = await self.hub.writer.tree_call_refs(main.id)
+        if call_id in self._refs:
+            return True
+        # Imported here (a call the engine did not take): past the ids it took.
+        main.session.advance_ids(await self.hub.writer.tree_next_rid(main.id))
+        return False

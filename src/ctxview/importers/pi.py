@@ -42,6 +42,7 @@ from ctxview.importers.common import (
     path_text,
     when,
 )
+from ctxview.importers.hub import LiveCalls
 
 if TYPE_CHECKING:
     from ctxview.importers.hub import Hub
@@ -59,7 +60,7 @@ class PiParser(SimpleParser):
         self._pending: dict[str, dict[str, Any]] = state.get("pending", {})
         self._model: str | None = state.get("model")
         self.quiet: dict[str, int] = {}
-        self._live: set[str] | None = None  # call ids ctxview's pi extension stored
+        self._live = LiveCalls(hub)  # what the hooked session stored itself
 
     def state(self) -> dict[str, Any]:
         return {"pending": self._pending, "model": self._model}
@@ -141,7 +142,7 @@ class PiParser(SimpleParser):
             call_id = need(msg.get("toolCallId"), str, "toolCallId")
             call = self._pending.pop(call_id, None) or {
                 "name": str(msg.get("toolName") or "unknown"), "input": {}}  # fmt: skip
-            if await self._stored_live(call_id):
+            if await self._live.stored(call_id):
                 return
             text = block_text(need(content, (list, str), "content"))
             how = _how(call["name"], call["input"], text, content, bool(msg.get("isError")))
@@ -162,21 +163,6 @@ class PiParser(SimpleParser):
         else:
             # Extensions' messages (custom, branchSummary, ...): context the model got.
             await main.message("system", block_text(content), ts=ts, data={"subtype": role})
-
-    async def _stored_live(self, call_id: str) -> bool:
-        """A result ctxview's pi extension already stored in this session, with the id the model
-        saw and pi's tool call id as its ref (src/ctxview/agents/pi/): the import adds the
-        messages around it, never a second copy."""
-        main = self.hub.main
-        if not main.data.get("hooked"):
-            return False
-        if self._live is None or call_id not in self._live:  # stored since the last look
-            self._live = await self.hub.writer.tree_call_refs(main.id)
-        if call_id in self._live:
-            return True
-        # Imported here (the extension failed on it): past the ids the extension took.
-        main.session.advance_ids(await self.hub.writer.tree_next_rid(main.id))
-        return False
 
 
 def _how(name: str, args: dict[str, Any], text: str, content: Any, error: bool) -> How:
