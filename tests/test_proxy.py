@@ -64,6 +64,7 @@ class Upstream:
         self.cancelled = asyncio.Event()
         self.first_sent = asyncio.Event()
         self.die_mid_stream = False
+        self.linger = False  # the whole stream sent, then the answer is held open
         self.status = 200
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -104,6 +105,8 @@ class Upstream:
                         return resp
                     if self.hold:
                         await self.release.wait()
+            if self.linger:
+                await self.release.wait()
         except asyncio.CancelledError:
             self.cancelled.set()
             raise
@@ -350,6 +353,25 @@ async def test_client_gone_mid_stream_cancels_the_upstream(proxy: Proxy,
     [rec] = await _records(proxy, "cc-abc-123")
     assert rec.outcome == "cut"
     assert "client went away" in rec.note
+
+
+async def test_a_client_that_leaves_after_the_end_event_got_a_complete_answer(proxy: Proxy,
+        upstream: tuple[Upstream, str]) -> None:  # fmt: skip
+    # As Codex does: it reads up to the stream's own end event and closes while the upstream
+    # still holds the response open. The client had the whole answer: nothing was cut.
+    up, _ = upstream
+    up.linger = True
+    s = aiohttp.ClientSession()
+    resp = await s.post(f"{_base(proxy)}/v1/messages", json=MESSAGES_BODY)
+    seen = b""
+    while b"message_stop" not in seen:
+        seen += await resp.content.readany()
+    resp.close()
+    await s.close()
+    await asyncio.wait_for(up.cancelled.wait(), 10)
+    [rec] = await _records(proxy, "cc-abc-123")
+    assert rec.outcome == "complete", rec.note
+    assert json.loads(rec.answer)["stop_reason"] == "tool_use"
 
 
 async def test_a_locked_store_never_delays_a_request(proxy: Proxy) -> None:

@@ -166,10 +166,16 @@ class Proxy:
         try:
             return await self._forward(request, ex, body, t0)
         except asyncio.CancelledError:
-            ex.outcome = "cut"
-            ex.note = (
-                "The client went away before the answer ended; the upstream request was cancelled."
-            )
+            if ex.answer is not None and ex.answer.complete:
+                # A client may close once it has the stream's own end event (Codex does), while
+                # the upstream still holds the response open: it had the whole answer.
+                ex.note = "The client closed after the answer's end event."
+            else:
+                ex.outcome = "cut"
+                ex.note = (
+                    "The client went away before the answer ended; the upstream request "
+                    "was cancelled."
+                )
             raise
         finally:
             self.recorder.request_ended()
@@ -227,6 +233,10 @@ class Proxy:
                         ex.first_byte_ms = (time.perf_counter() - t0) * 1000
                     await resp.write(chunk)
                     assembler.feed(decode(chunk))
+            except asyncio.CancelledError:
+                ex.answer = assembler.finish()  # what the client had when it left
+                ex.total_ms = (time.perf_counter() - t0) * 1000
+                raise
             except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
                 ex.answer = assembler.finish()
                 ex.outcome = "upstream-cut"
