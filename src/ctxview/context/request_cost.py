@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ctxview.context.request_diff import conversation, lifetime, system_of
-from ctxview.context.request_elide import Elider, stub_id, unelide
+from ctxview.context.request_diff import CONVERSATION_KEYS, conversation, lifetime, system_of
+from ctxview.context.request_elide import Elider, stub_ids_in, unelide
 from ctxview.rules.as_sent import (
     Price,
     PriceTable,
@@ -130,23 +130,22 @@ def stub_ids(bodies: list[Any]) -> list[int]:
     """Every id a stub in these bodies names (the texts a replay without elision needs)."""
     out: set[int] = set()
     for body in bodies:
-        for m in conversation(body):
-            content = m.get("content") if isinstance(m, dict) else None
-            for b in content if isinstance(content, list) else []:
-                c = b.get("content") if isinstance(b, dict) else None
-                text = c if isinstance(c, str) else (
-                    c[0].get("text") if isinstance(c, list) and len(c) == 1
-                    and isinstance(c[0], dict) else None)  # fmt: skip
-                rid = stub_id(text) if isinstance(text, str) else None
-                if rid is not None:
-                    out.add(rid)
+        out |= stub_ids_in(conversation(body))
     return sorted(out)
 
 
+def _conversation_key(body: Any) -> str | None:
+    """The key of the body's conversation (`messages`; a Responses body's `input`)."""
+    if not isinstance(body, dict):
+        return None
+    return next((k for k in CONVERSATION_KEYS if isinstance(body.get(k), list)), None)
+
+
 def _with_messages(body: Any, messages: list[Any]) -> Any:
-    if not isinstance(body, dict) or "messages" not in body:
+    key = _conversation_key(body)
+    if key is None:
         return body
-    return {k: messages if k == "messages" else v for k, v in body.items()}
+    return {k: messages if k == key else v for k, v in body.items()}
 
 
 def unelided(bodies: list[Any], texts: dict[int, str]) -> list[Any]:
@@ -155,12 +154,13 @@ def unelided(bodies: list[Any], texts: dict[int, str]) -> list[Any]:
 
 
 def elided(bodies: list[Any], config: Config) -> list[Any]:
-    """The bodies as `--elide` forwards them: the proxy's `Elider` over the session in order."""
+    """The bodies as `--elide` forwards them: the proxy's `Elider` over the session in order
+    (any protocol: the conversation is the body's `messages` or `input`)."""
     e = Elider(config)
     out = []
     for b in bodies:
-        if isinstance(b, dict) and isinstance(b.get("messages"), list):
-            out.append(_with_messages(b, e.apply(b["messages"], b.get("tools")).messages))
+        if _conversation_key(b) is not None:
+            out.append(_with_messages(b, e.apply(conversation(b), b.get("tools")).messages))
         else:
             out.append(b)
     return out

@@ -20,7 +20,7 @@ from ctxview.context.request_elide import message_is_elided
 
 TTL_SECONDS = 300.0
 TTL_1H_SECONDS = 3600.0
-_CONVERSATION = ("messages", "input")
+CONVERSATION_KEYS = ("messages", "input")  # Messages and Chat; Responses
 _SYSTEM = ("system", "instructions")
 
 
@@ -31,7 +31,7 @@ def _dumps(value: Any) -> str:
 def conversation(body: Any) -> list[Any]:
     if not isinstance(body, dict):
         return []
-    for key in _CONVERSATION:
+    for key in CONVERSATION_KEYS:
         value = body.get(key)
         if isinstance(value, list):
             return value

@@ -1,26 +1,39 @@
-"""Long-session elision on a proxied Anthropic Messages request (`ctxview proxy --elide`).
+"""Long-session elision on a proxied request (`ctxview proxy --elide`): Anthropic Messages,
+OpenAI Responses and OpenAI Chat Completions, with one rule.
 
 lean-ctx's session elision, with ctxview's own rules (`rules/elide.py`, the ones
-`context/state.py` applies to a session's events): once the client's own messages serialise
-(compact JSON) to more than `elide.threshold_chars`, every `tool_result` block in the messages
-older than the live window whose text is longer than `elide.min_chars` is sent as a one-line
-stub. The window is `elide.boundary`: it advances only in whole strides of `elide.stride`
-messages and keeps at least `elide.keep`, so the cached prefix breaks once per stride. The stub
-is a function of the block's text (its id is `elide.content_id` of it), so a block elided once
-leaves with the same bytes on every later request. It applies to every request of a
+`context/state.py` applies to a session's events): once the client's own conversation
+serialises (compact JSON) to more than `elide.threshold_chars`, every tool result in it older
+than the live window whose text is longer than `elide.min_chars` is sent as a one-line stub.
+The window is `elide.boundary`: it advances only in whole strides of `elide.stride` entries of
+the conversation and keeps at least `elide.keep`, so the cached prefix breaks once per stride.
+The stub is a function of the result's text (its id is `elide.content_id` of it), so a result
+elided once leaves with the same bytes on every later request. It applies to every request of a
 conversation that crossed, the person's prompt turns included; a conversation is known by its
-first message, so a compaction (a new first message) or a side request starts afresh.
+first entry, so a compaction (a new first entry) or a side request starts afresh.
 
-Only a block whose content is a string or a single text block is elided (what Claude Code
-sends); `unelide` puts the text back exactly, which is how a session's cost without elision is
-replayed. Pure: the running state is `Elider`'s few sets, the texts go to the caller to store.
+The rule's units are the seed's, Anthropic's: the conversation is `messages`, a tool result is a
+`tool_result` block inside a user message. The OpenAI protocols map onto them one to one:
+- Responses: the conversation is `input`, one entry per item; a tool result is a whole
+  `function_call_output` (or `custom_tool_call_output`) item, its text in `output`, its tool
+  named by the `function_call` item with the same `call_id`.
+- Chat Completions: the conversation is `messages`; a tool result is a whole `role: "tool"`
+  message, its text in `content`, its tool named by the assistant's `tool_calls` entry with the
+  same id.
+So a stride is 16 items (Responses) or 16 messages (Chat, Messages). The three shapes are
+disjoint, so an entry is read by its own shape and the code needs no protocol.
+
+Only a result whose text is a string or a single text part is elided (what Claude Code and
+Codex send); `unelide` puts the text back exactly, which is how a session's cost without
+elision is replayed. Pure: the running state is `Elider`'s few sets, the texts go to the
+caller to store.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,35 +41,87 @@ from ctxview.context.requests import digest
 from ctxview.rules import elide as rules
 from ctxview.rules.config import Config
 
-RECALL_TOOL = "mcp__ctxview__recall"
+RECALL_TOOL = "mcp__ctxview__recall"  # Claude Code's name for it, and older Codex's
+# Codex 0.169 offers an MCP server's tools inside one `namespace` tool, `mcp__<server>`.
+RECALL_NAMESPACE = ("mcp__ctxview", "recall")
+RECALL_IN_NAMESPACE = "the recall tool of mcp__ctxview"
 # How every stub opens: `[#<id> elided: ` (what `is_stub` recognises).
 _STUB = re.compile(r"\[#([0-9a-f]+) elided: [0-9,]+ chars of ")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")  # Responses' tool results
+_CALLS = ("function_call", "custom_tool_call")
+_TEXT_PARTS = ("text", "input_text", "output_text")
 
 
 def messages_size(messages: list[Any]) -> int:
-    """The client's messages serialised as compact JSON, in characters: what the threshold
-    reads (they only grow within a conversation, so a conversation that crossed stays across)."""
+    """The client's conversation serialised as compact JSON, in characters: what the threshold
+    reads (it only grows within a conversation, so a conversation that crossed stays across)."""
     return len(json.dumps(messages, ensure_ascii=False, separators=(",", ":")))
 
 
-def block_text(block: Any) -> str | None:
-    """A tool_result's text when its content is a string or one text block; else None."""
-    if not isinstance(block, dict) or block.get("type") != "tool_result":
-        return None
-    c = block.get("content")
+def _text_of(c: Any) -> str | None:
+    """A string, or a list of one bare text part: the text; else None."""
     if isinstance(c, str):
         return c
     if (isinstance(c, list) and len(c) == 1 and isinstance(c[0], dict)
-            and c[0].get("type") == "text" and set(c[0]) <= {"type", "text"}
+            and c[0].get("type") in _TEXT_PARTS and set(c[0]) <= {"type", "text"}
             and isinstance(c[0].get("text"), str)):  # fmt: skip
         return str(c[0]["text"])
     return None
 
 
-def _with_text(block: dict[str, Any], text: str) -> dict[str, Any]:
-    """The block with its text replaced, in the form it came in."""
-    c = block.get("content")
-    return {**block, "content": text if isinstance(c, str) else [{"type": "text", "text": text}]}
+def _as_form(old: Any, text: str) -> Any:
+    """`text` in the form `old` came in (a string, or one text part of the same type)."""
+    return text if isinstance(old, str) else [{"type": old[0]["type"], "text": text}]
+
+
+def block_text(block: Any) -> str | None:
+    """A tool_result block's text when its content is a string or one text block; else None."""
+    if not isinstance(block, dict) or block.get("type") != "tool_result":
+        return None
+    return _text_of(block.get("content"))
+
+
+def _whole_key(entry: dict[str, Any]) -> str | None:
+    """Where an entry that is itself a tool result (Responses' output item, Chat's tool
+    message) keeps its text; None for any other entry."""
+    if entry.get("type") in _OUTPUTS:
+        return "output"
+    if entry.get("role") == "tool" and "type" not in entry:
+        return "content"
+    return None
+
+
+def results(entry: Any) -> Iterator[tuple[int | None, str, str | None]]:
+    """The tool results an entry of the conversation carries, as (slot, text, call id): slot
+    is the block's index in an Anthropic message's content, None for a whole entry."""
+    if not isinstance(entry, dict):
+        return
+    key = _whole_key(entry)
+    if key is not None:
+        text = _text_of(entry.get(key))
+        if text is not None:
+            call = entry.get("call_id") if key == "output" else entry.get("tool_call_id")
+            yield None, text, None if call is None else str(call)
+        return
+    content = entry.get("content")
+    if isinstance(content, list):
+        for j, b in enumerate(content):
+            text = block_text(b)
+            if text is not None:
+                yield j, text, None if b.get("tool_use_id") is None else str(b["tool_use_id"])
+
+
+def _with_texts(entry: dict[str, Any], texts: dict[int | None, str]) -> dict[str, Any]:
+    """The entry with the results in these slots replaced, each in the form it came in."""
+    key = _whole_key(entry)
+    if key is not None:
+        return {**entry, key: _as_form(entry[key], texts[None])}
+    content = list(entry["content"])
+    for j, text in texts.items():
+        assert j is not None
+        b = content[j]
+        content[j] = {**b, "content": _as_form(b["content"], text)}
+    return {**entry, "content": content}
 
 
 def stub_id(text: str) -> int | None:
@@ -66,18 +131,30 @@ def stub_id(text: str) -> int | None:
 
 
 def message_is_elided(message: Any) -> bool:
-    """Whether `message` carries a tool result sent as an elision stub."""
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, list):
-        return False
-    return any((t := block_text(b)) is not None and stub_id(t) is not None for b in content)
+    """Whether `message` (an entry of the conversation) carries a tool result sent as a stub."""
+    return any(stub_id(text) is not None for _, text, _ in results(message))
+
+
+def stub_ids_in(messages: list[Any]) -> set[int]:
+    """Every id a stub in the conversation names."""
+    return {rid for m in messages for _, t, _ in results(m) if (rid := stub_id(t)) is not None}
 
 
 def tool_names(messages: list[Any]) -> dict[str, str]:
-    """tool_use id -> tool name, from the assistant messages' tool_use blocks."""
+    """call id -> tool name: Anthropic's tool_use blocks, Responses' function_call items,
+    Chat's assistant `tool_calls`."""
     names: dict[str, str] = {}
     for m in messages:
-        content = m.get("content") if isinstance(m, dict) else None
+        if not isinstance(m, dict):
+            continue
+        if m.get("type") in _CALLS and "call_id" in m:
+            names[str(m["call_id"])] = str(m.get("name") or "tool")
+        calls = m.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and "id" in call:
+                names[str(call["id"])] = str(fn.get("name") or "tool")
+        content = m.get("content")
         if isinstance(content, list):
             for b in content:
                 if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b:
@@ -85,66 +162,82 @@ def tool_names(messages: list[Any]) -> dict[str, str]:
     return names
 
 
+def recall_tool(tools: Any) -> str | None:
+    """How the request's client names ctxview's MCP recall tool, or None when it offers none
+    (then the stub says to run `ctxview recall` through the shell). Claude Code, and Chat
+    clients, flatten it to `mcp__ctxview__recall`; Codex 0.169 (`ctxview install codex`) offers
+    it as `recall` inside its `mcp__ctxview` namespace."""
+    if not isinstance(tools, list):
+        return None
+    space, inner = RECALL_NAMESPACE
+    for t in tools:
+        if not isinstance(t, dict):
+            continue
+        fn = t.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else t.get("name")
+        if name == RECALL_TOOL:
+            return RECALL_TOOL
+        if (
+            t.get("type") == "namespace"
+            and name == space
+            and any(isinstance(x, dict) and x.get("name") == inner for x in t.get("tools") or [])
+        ):
+            return RECALL_IN_NAMESPACE
+    return None
+
+
 def has_recall(tools: Any) -> bool:
     """Whether the request offers ctxview's MCP recall tool (then the stub names it)."""
-    return isinstance(tools, list) and any(
-        isinstance(t, dict) and t.get("name") == RECALL_TOOL for t in tools
-    )
+    return recall_tool(tools) is not None
 
 
 @dataclass
 class Elided:
     """What `Elider.apply` did to one request."""
 
-    messages: list[Any]  # the messages as they are forwarded
+    messages: list[Any]  # the conversation as it is forwarded
     crossed: bool
-    boundary: int  # messages older than the live window (0 below the threshold)
-    texts: dict[int, str] = field(default_factory=dict)  # id -> text, every block elided
-    size: int = 0  # the client's messages' size, before elision
+    boundary: int  # entries older than the live window (0 below the threshold)
+    texts: dict[int, str] = field(default_factory=dict)  # id -> text, every result elided
+    size: int = 0  # the client's conversation's size, before elision
 
 
-def elide_messages(messages: list[Any], boundary: int, mcp: bool,
+def elide_messages(messages: list[Any], boundary: int, recall: str | None,
                    config: Config) -> tuple[list[Any], dict[int, str]]:  # fmt: skip
-    """The messages with every long tool result before `boundary` as its stub (pure)."""
+    """The conversation with every long tool result before `boundary` as its stub (pure)."""
     min_chars = int(config["elide.min_chars"])
     names: dict[str, str] | None = None
     out = list(messages)
     texts: dict[int, str] = {}
     for i in range(min(boundary, len(messages))):
         m = messages[i]
-        content = m.get("content") if isinstance(m, dict) else None
-        if not isinstance(content, list):
-            continue
-        new_content: list[Any] | None = None
-        for j, b in enumerate(content):
-            text = block_text(b)
-            if text is None or len(text) <= min_chars or stub_id(text) is not None:
+        new: dict[int | None, str] = {}
+        for slot, text, call in results(m):
+            if len(text) <= min_chars or stub_id(text) is not None:
                 continue
             if names is None:
                 names = tool_names(messages)
-            stub = rules.request_stub(text, names.get(str(b.get("tool_use_id"))), mcp, config)
+            stub = rules.request_stub(text, names.get(call or ""), recall, config)
             if not rules.elidable(len(text), min_chars, len(stub)):
                 continue
-            if new_content is None:
-                new_content = list(content)
-            new_content[j] = _with_text(b, stub)
+            new[slot] = stub
             texts[rules.content_id(text)] = text
-        if new_content is not None:
-            out[i] = {**m, "content": new_content}
+        if new:
+            out[i] = _with_texts(m, new)
     return out, texts
 
 
 class Elider:
     """Elision over the requests of one session, in order. Its state is which conversations
-    (known by the digest of their first message) crossed the threshold, and whether ctxview's
-    recall tool was offered when each crossed (fixed then, so the stubs never change)."""
+    (known by the digest of their first entry) crossed the threshold, and how ctxview's recall
+    tool was offered when each crossed (fixed then, so the stubs never change)."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self.threshold = int(config["elide.threshold_chars"])
         self.keep = int(config["elide.keep"])
         self.stride = int(config["elide.stride"])
-        self.crossed: dict[str, bool] = {}  # conversation -> mcp
+        self.crossed: dict[str, str | None] = {}  # conversation -> the recall tool's name
 
     def apply(self, messages: list[Any], tools: Any = None) -> Elided:
         if not messages:
@@ -155,7 +248,7 @@ class Elider:
             size = messages_size(messages)
             if not rules.crossed(size, self.threshold):
                 return Elided(messages, False, 0, size=size)
-            self.crossed[root] = has_recall(tools)
+            self.crossed[root] = recall_tool(tools)
         b = rules.boundary(len(messages), self.keep, self.stride)
         out, texts = elide_messages(messages, b, self.crossed[root], self.config)
         return Elided(out, True, b, texts, size)
@@ -165,18 +258,11 @@ def unelide(messages: list[Any], texts: Mapping[int, str]) -> list[Any]:
     """`elide_messages` undone: every stub whose id is in `texts` back to its text."""
     out = list(messages)
     for i, m in enumerate(messages):
-        content = m.get("content") if isinstance(m, dict) else None
-        if not isinstance(content, list):
-            continue
-        new_content: list[Any] | None = None
-        for j, b in enumerate(content):
-            text = block_text(b)
-            rid = stub_id(text) if text is not None else None
-            if rid is None or rid not in texts:
-                continue
-            if new_content is None:
-                new_content = list(content)
-            new_content[j] = _with_text(b, texts[rid])
-        if new_content is not None:
-            out[i] = {**m, "content": new_content}
+        new: dict[int | None, str] = {}
+        for slot, text, _ in results(m):
+            rid = stub_id(text)
+            if rid is not None and rid in texts:
+                new[slot] = texts[rid]
+        if new:
+            out[i] = _with_texts(m, new)
     return out

@@ -1,6 +1,7 @@
 """The changes the proxy makes to a request before it forwards it, only when asked: `--elide`
-(`context/request_elide.py`) and `--cache auto` (`cache_auto.py`), both on Anthropic Messages
-requests only. A body that is not JSON, is content-encoded, or comes out unchanged is forwarded
+(`context/request_elide.py`) on Anthropic Messages, OpenAI Responses and Chat Completions
+requests, and `--cache auto` (`cache_auto.py`) on Anthropic Messages only (OpenAI caches a
+request's prefix itself, with no marks to set). A body that is not JSON, is content-encoded, or comes out unchanged is forwarded
 as the very bytes that came. No I/O: the elided texts go back to the caller, which has the
 recorder store them."""
 
@@ -24,6 +25,10 @@ class Rewritten:
     note: str | None = None
 
 
+# The protocols `--elide` rewrites: each names its conversation in `protocols.LAYOUTS`.
+ELIDED = (protocols.ANTHROPIC, protocols.RESPONSES, protocols.CHAT)
+
+
 class Rewriter:
     def __init__(self, *, elide: bool = False, cache: str | None = None,
                  config: Config | None = None) -> None:  # fmt: skip
@@ -37,7 +42,9 @@ class Rewriter:
         return self.elide or self.cache == "auto"
 
     def applies(self, protocol: str) -> bool:
-        return self.active and protocol == protocols.ANTHROPIC
+        return (self.elide and protocol in ELIDED) or (
+            self.cache == "auto" and protocol == protocols.ANTHROPIC
+        )
 
     def rewrite(self, protocol: str, headers: list[tuple[str, str]], raw: bytes) -> Rewritten:
         lower = {k.lower(): v for k, v in headers}
@@ -53,7 +60,7 @@ class Rewriter:
         session = keying.session_key(protocol, lower, body)
         out = Rewritten(raw, session=session)
         new: Any = body
-        if self.elide:
+        if self.elide and protocol in ELIDED:
             elider = self.eliders.setdefault(session, Elider(self.config))
             done = elider.apply(parts.messages, parts.tools)
             if done.texts:
@@ -61,7 +68,7 @@ class Rewriter:
                 mkey = protocols.LAYOUTS[protocol][0]
                 new = {k: done.messages if k == mkey else v for k, v in body.items()}
                 out.texts = done.texts
-        if self.cache == "auto":
+        if self.cache == "auto" and protocol == protocols.ANTHROPIC:
             new = cache_auto.auto(new)
         if new is not body:
             out.body = json.dumps(new, ensure_ascii=False, separators=(",", ":")).encode()

@@ -75,12 +75,16 @@ def is_content_id(rid: int) -> bool:
     return CONTENT_BASE <= rid < 2 * CONTENT_BASE
 
 
-def request_stub(text: str, tool: str | None, mcp: bool, config: Config) -> str:
+def request_stub(text: str, tool: str | None, recall: str | None, config: Config) -> str:
     """The one line a proxied request's tool result is sent as once elided: its id, its size,
-    its tool, and how to get it back (`mcp__ctxview__recall` where the client has ctxview's MCP
-    tools, else `ctxview recall ID` through its shell). A function of the text, the tool that
-    produced it and the session's `mcp`, all fixed once the result is in the history."""
+    its tool, and how to get it back (`recall`: ctxview's MCP recall tool as the client names
+    it, `mcp__ctxview__recall` for Claude Code; None: `ctxview recall ID` through its shell). A
+    function of the text, the tool that produced it and the session's `recall`, all fixed once
+    the result is in the history."""
     ref = format_id(content_id(text), config["ids.digits"])
-    how = config.text("text.elided_how_mcp" if mcp else "text.elided_how_shell", ref=ref)
+    if recall is None:
+        how = config.text("text.elided_how_shell", ref=ref)
+    else:
+        how = config.text("text.elided_how_mcp", ref=ref, tool=recall)
     return config.text("text.elided_request_result", ref=ref, chars=f"{len(text):,}",
                        what=tool or "tool", how=how)  # fmt: skip
