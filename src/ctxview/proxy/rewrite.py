@@ -1,9 +1,9 @@
 """The changes the proxy makes to a request before it forwards it, only when asked: `--elide`
 (`context/request_elide.py`) on Anthropic Messages, OpenAI Responses and Chat Completions
 requests, and `--cache auto` (`cache_auto.py`) on Anthropic Messages only (OpenAI caches a
-request's prefix itself, with no marks to set). A body that is not JSON, is content-encoded, or comes out unchanged is forwarded
-as the very bytes that came. No I/O: the elided texts go back to the caller, which has the
-recorder store them."""
+request's prefix itself, with no marks to set). A body that is not JSON, is content-encoded,
+or comes out unchanged is forwarded as the very bytes that came. No I/O: the elided texts go
+back to the caller, which has the recorder store them."""
 
 from __future__ import annotations
 
