@@ -101,7 +101,7 @@ def test_the_stub_is_a_pure_function_of_the_text_and_names_how_to_recall() -> No
     rid = rules.content_id(original)
     assert re_.stub_id(text) == rid and rules.is_content_id(rid)
     assert text == (f"[#{rid:x} elided: {len(original):,} chars of Read output; "
-                    f"run `ctxview recall #{rid:x}` to see it]")  # fmt: skip
+                    f"run `ctxview recall {rid:x}` to see it]")  # fmt: skip
     tools = [{"name": "mcp__ctxview__recall", "input_schema": {}}]
     with_mcp = re_.Elider(SMALL).apply(_conversation(30), tools).messages
     assert "mcp__ctxview__recall with id" in with_mcp[2]["content"][0]["content"][0]["text"]

@@ -167,7 +167,7 @@ def test_a_responses_stub_is_the_whole_output_item_in_its_own_form_and_stable() 
     text = was["output"] if isinstance(was["output"], str) else was["output"][0]["text"]
     rid = rules.content_id(text)
     stub = (f"[#{rid:x} elided: {len(text):,} chars of exec_command output; "
-            f"run `ctxview recall #{rid:x}` to see it]")  # fmt: skip
+            f"run `ctxview recall {rid:x}` to see it]")  # fmt: skip
     assert item["output"] == (stub if isinstance(was["output"], str)
                               else [{"type": "input_text", "text": stub}])  # fmt: skip
     assert re_.stub_id(stub) == rid and rules.is_content_id(rid)
@@ -194,7 +194,7 @@ def test_the_stub_names_recall_as_the_client_offers_it() -> None:
     got = first_stub(chat_messages(30), flat)
     assert "of shell output; mcp__ctxview__recall with id #" in got
     # None offered: through the shell.
-    assert "; run `ctxview recall #" in first_stub(chat_messages(30), [{"type": "function",
+    assert "; run `ctxview recall " in first_stub(chat_messages(30), [{"type": "function",
                                                    "function": {"name": "shell"}}])  # fmt: skip
 
 

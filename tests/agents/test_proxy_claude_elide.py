@@ -96,7 +96,9 @@ def test_claude_code_elided_at_the_strides(tmp_path: Path) -> None:
     # The stub tells the model how to get the text back through its shell (no MCP here).
     stub = next(t for m in main[-1]["messages"] for blk in (m["content"] if isinstance(
         m["content"], list) else []) if (t := re_.block_text(blk)) and re_.stub_id(t))  # fmt: skip
-    assert "run `ctxview recall #" in stub
     rid = re_.stub_id(stub)
+    assert rid is not None
+    # The id bare: typed into a shell, `#…` would be a comment.
+    assert stub.endswith(f"run `ctxview recall {rid:x}` to see it]")
     out = p.ctxview("recall", f"#{rid:x}", "--session", f"cc-{sid}")
     assert out.returncode == 0 and out.stdout.rstrip("\n") == texts[rid].rstrip("\n")

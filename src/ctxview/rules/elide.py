@@ -83,7 +83,8 @@ def request_stub(text: str, tool: str | None, recall: str | None, config: Config
     the result is in the history."""
     ref = format_id(content_id(text), config["ids.digits"])
     if recall is None:
-        how = config.text("text.elided_how_shell", ref=ref)
+        # The id bare in the command: a shell takes `#` as the start of a comment.
+        how = config.text("text.elided_how_shell", ref=ref, bare=ref.lstrip("#"))
     else:
         how = config.text("text.elided_how_mcp", ref=ref, tool=recall)
     return config.text("text.elided_request_result", ref=ref, chars=f"{len(text):,}",
