@@ -209,18 +209,40 @@ def test_a_crossed_codex_conversation_stays_across_prompt_turns_included() -> No
     assert re_.messages_size(shrunk) < 60_000 and e.apply(shrunk).crossed
 
 
-def test_what_the_rule_cannot_read_stays_as_it_came() -> None:
-    """A result that is not a string or one text part (an image, several parts), an entry that
-    is not an object: never elided, never an error."""
+def test_a_result_of_several_parts_has_each_long_text_part_elided_and_the_rest_kept() -> None:
+    """Codex sends an MCP tool's result as two text parts (its own `Wall time` line, then the
+    tool's text): the long one leaves as a stub, the short one and any part that is not bare
+    text (an image, a part with other keys) stay; an entry that is not an object stays too."""
     conv: list[Any] = responses_input(30)
-    odd = {"type": "function_call_output", "call_id": "call_x",
-           "output": [{"type": "input_text", "text": "a" * 4000},
-                      {"type": "input_image", "image_url": "data:,"}]}  # fmt: skip
+    mcp = {
+        "type": "function_call_output",
+        "call_id": "call_m",
+        "output": [
+            {"type": "input_text", "text": "Wall time: 0.0161 seconds\nOutput:"},
+            {"type": "input_text", "text": "[#1000 big.txt lines 1-90 of 90]\n" + "a" * 4000},
+        ],
+    }
+    image = {
+        "type": "function_call_output",
+        "call_id": "call_i",
+        "output": [
+            {"type": "input_image", "image_url": "data:," + "i" * 4000},
+            {"type": "input_text", "text": "c" * 4000, "annotations": []},
+        ],
+    }
     tool_parts = {"role": "tool", "tool_call_id": "c", "content": [
         {"type": "text", "text": "b" * 4000}, {"type": "text", "text": "c"}]}  # fmt: skip
-    conv[4:4] = [odd, tool_parts, {"role": "tool", "content": 7}]
+    conv[4:4] = [mcp, image, tool_parts, {"role": "tool", "content": 7}]
     done = re_.Elider(SMALL).apply(conv)
-    assert done.crossed and done.messages[4:7] == conv[4:7]
+    assert done.crossed and done.boundary > 8
+    got = done.messages[4:8]
+    assert got[0]["output"][0] == mcp["output"][0]
+    whole = mcp["output"][1]["text"]
+    assert got[0]["output"][1] == {"type": "input_text", "text": rules.request_stub(
+        whole, None, None, SMALL)}  # fmt: skip
+    assert got[1] == image and got[3] == conv[7]
+    assert got[2]["content"][0]["text"].startswith("[#") and got[2]["content"][1]["text"] == "c"
+    assert re_.unelide(done.messages, done.texts) == conv
 
 
 # Through the proxy

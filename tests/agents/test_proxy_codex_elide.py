@@ -46,7 +46,7 @@ class RecallTheFirstStub(Call):
         return super().item(request)
 
 
-def _strip_volatile(value: Any) -> str:
+def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
@@ -122,7 +122,7 @@ def test_codex_elided_at_the_strides_and_recalled_through_its_shell(tmp_path: Pa
         c or any(crossed[:i]) for i, c in enumerate(crossed)]  # fmt: skip
     # Consecutive requests: the input prefix byte-identical, except at a stride.
     for (a, ba), (b, bb) in itertools.pairwise(zip(sent, boundaries, strict=True)):
-        same = _strip_volatile(b["input"]).startswith(_strip_volatile(a["input"])[:-1])
+        same = _compact(b["input"]).startswith(_compact(a["input"])[:-1])
         newly = {i for i, m in enumerate(b["input"]) if re_.message_is_elided(m)} - {
             i for i, m in enumerate(a["input"]) if re_.message_is_elided(m)}  # fmt: skip
         assert same == (not newly), (ba, bb)
@@ -165,3 +165,83 @@ async def _cost(store: Path, session: str, config_home: Path) -> Any:
     async with await Reader.open(store) as r:
         _, s, texts = await proxied.load(r, session)
     return session_cost(s, texts, load_prices(config_home / "ctxview" / "prices.json"), Config())
+
+
+class RecallOverMcp(Call):
+    """The model calls ctxview's MCP `recall` with the id the first stub it was sent names."""
+
+    def __init__(self) -> None:
+        super().__init__("recall", {}, server="ctxview")
+        self.rid: int | None = None
+        self.stub = ""
+
+    def item(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.stub = next(t for m in request.get("input", []) for _, t, _ in re_.results(m)
+                         if re_.stub_id(t) is not None)  # fmt: skip
+        self.rid = re_.stub_id(self.stub)
+        assert self.rid is not None
+        self.args = {"id": f"#{self.rid:x}"}
+        return super().item(request)
+
+
+def test_codex_with_ctxview_installed_is_told_its_mcp_recall_and_gets_the_text(
+    tmp_path: Path,
+) -> None:
+    """`ctxview install codex` switches Codex's shell off: the stub names ctxview's recall as
+    Codex 0.169 offers it (`recall` in the `mcp__ctxview` namespace), and that call gives the
+    text back from the proxy's session, the one the MCP server answers in."""
+    from ctxview.agents.codex import install as codex_install
+
+    home, codex_home, work = tmp_path / "home", tmp_path / "codex", tmp_path / "work"
+    for d in (home, codex_home, work):
+        d.mkdir()
+    store = tmp_path / "state" / "store.db"
+    (codex_home / "config.toml").write_text(CONFIG)
+    codex_install.install(codex_home, store=store).write()
+    for i in range(CALLS):
+        (work / f"big{i}.txt").write_text("\n".join(f"{i:02d} line {j:03d} " + "z" * 58
+                                                    for j in range(100)) + "\n")  # fmt: skip
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI", "CODEX", "CTXVIEW"))}  # fmt: skip
+    env.update(HOME=str(home), CODEX_HOME=str(codex_home), OPENAI_API_KEY="sk-test-secret",
+               CTXVIEW_STORE=str(store), XDG_CONFIG_HOME=str(home / ".config"))  # fmt: skip
+    recall = RecallOverMcp()
+    steps: list[Call | Say] = [Call("read", {"path": f"big{i}.txt"}, server="ctxview")
+                               for i in range(CALLS)]  # fmt: skip
+    steps += [recall, Say("All read.")]
+    with Scripted(steps) as api:
+        done = subprocess.run(
+            [str(CTXVIEW), "run", "--elide", "--upstream", f"http://127.0.0.1:{api.port}", "--",
+             str(CODEX), "exec", "--skip-git-repo-check",
+             "--dangerously-bypass-approvals-and-sandbox", "read every big file"],
+            cwd=work, env=env, capture_output=True, text=True, timeout=600,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        sent = list(api.requests)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert len(sent) == CALLS + 2
+    assert "exec_command" not in json.dumps(sent[0]["tools"])  # the shell is off
+    assert recall.rid is not None
+    assert recall.stub.endswith(f"; the recall tool of mcp__ctxview with id #{recall.rid:x} "
+                                "shows it]")  # fmt: skip
+    # The elision is the rule's, as for the shell: what went up is the rule over what Codex sent.
+    session = f"cx-{sent[0]['prompt_cache_key']}"
+    conn = sqlite3.connect(store)
+    texts = {
+        int(r): t
+        for r, t in conn.execute(
+            "SELECT rid, CAST(stored AS TEXT) FROM bodies WHERE session = ?", (session,)
+        )
+    }
+    conn.close()  # fmt: skip
+    elider = re_.Elider(Config())
+    for mine, got in zip(unelided(sent, texts), sent, strict=True):
+        assert got == {**mine, "input": elider.apply(mine["input"], mine.get("tools")).messages}
+    [answer] = [v for k, v in tool_outputs(sent[-1]).items()
+                if k == sent[-1]["input"][-1]["call_id"]]  # fmt: skip
+    # The MCP recall answers with the text the proxy stored: the read's own answer (its part
+    # after Codex's `Wall time` line), every line of it.
+    whole = texts[recall.rid]
+    assert whole.startswith("[#") and "big" in whole.splitlines()[0]
+    lines = whole.rstrip("\n").splitlines()
+    assert len(lines) == 101 and all(line in answer for line in lines[1:])

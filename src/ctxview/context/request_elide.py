@@ -23,8 +23,8 @@ The rule's units are the seed's, Anthropic's: the conversation is `messages`, a 
 So a stride is 16 items (Responses) or 16 messages (Chat, Messages). The three shapes are
 disjoint, so an entry is read by its own shape and the code needs no protocol.
 
-Only a result whose text is a string or a single text part is elided (what Claude Code and
-Codex send); `unelide` puts the text back exactly, which is how a session's cost without
+A result's text is its string, or each bare text part of a list of parts (Codex sends an MCP
+result as two); a part of any other kind (an image) stays as it is; `unelide` puts the text back exactly, which is how a session's cost without
 elision is replayed. Pure: the running state is `Elider`'s few sets, the texts go to the
 caller to store.
 """
@@ -58,20 +58,39 @@ def messages_size(messages: list[Any]) -> int:
     return len(json.dumps(messages, ensure_ascii=False, separators=(",", ":")))
 
 
+# Where a result's text is: (the block in an Anthropic message's content, or None for an entry
+# that is itself the result; the text part in a list of parts, or None for a string).
+Slot = tuple[int | None, int | None]
+
+
 def _text_of(c: Any) -> str | None:
     """A string, or a list of one bare text part: the text; else None."""
     if isinstance(c, str):
         return c
-    if (isinstance(c, list) and len(c) == 1 and isinstance(c[0], dict)
-            and c[0].get("type") in _TEXT_PARTS and set(c[0]) <= {"type", "text"}
-            and isinstance(c[0].get("text"), str)):  # fmt: skip
-        return str(c[0]["text"])
+    if isinstance(c, list) and len(c) == 1:
+        return next((t for _, t in _texts_of(c)), None)
     return None
 
 
-def _as_form(old: Any, text: str) -> Any:
-    """`text` in the form `old` came in (a string, or one text part of the same type)."""
-    return text if isinstance(old, str) else [{"type": old[0]["type"], "text": text}]
+def _texts_of(c: Any) -> Iterator[tuple[int | None, str]]:
+    """A result's texts: a string whole, or each bare text part of a list (an MCP result in
+    Codex is two: Codex's own `Wall time: … Output:` line, then the tool's text)."""
+    if isinstance(c, str):
+        yield None, c
+    elif isinstance(c, list):
+        for k, p in enumerate(c):
+            if (isinstance(p, dict) and p.get("type") in _TEXT_PARTS
+                    and set(p) <= {"type", "text"} and isinstance(p.get("text"), str)):  # fmt: skip
+                yield k, str(p["text"])
+
+
+def _replaced(c: Any, k: int | None, text: str) -> Any:
+    """`c` with its text (part `k`) replaced, in the form it came in."""
+    if k is None:
+        return text
+    out = list(c)
+    out[k] = {**c[k], "text": text}
+    return out
 
 
 def block_text(block: Any) -> str | None:
@@ -91,36 +110,39 @@ def _whole_key(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def results(entry: Any) -> Iterator[tuple[int | None, str, str | None]]:
-    """The tool results an entry of the conversation carries, as (slot, text, call id): slot
-    is the block's index in an Anthropic message's content, None for a whole entry."""
+def results(entry: Any) -> Iterator[tuple[Slot, str, str | None]]:
+    """The tool results' texts an entry of the conversation carries, as (slot, text, call
+    id)."""
     if not isinstance(entry, dict):
         return
     key = _whole_key(entry)
     if key is not None:
-        text = _text_of(entry.get(key))
-        if text is not None:
-            call = entry.get("call_id") if key == "output" else entry.get("tool_call_id")
-            yield None, text, None if call is None else str(call)
+        call = entry.get("call_id") if key == "output" else entry.get("tool_call_id")
+        for k, text in _texts_of(entry.get(key)):
+            yield (None, k), text, None if call is None else str(call)
         return
     content = entry.get("content")
     if isinstance(content, list):
         for j, b in enumerate(content):
-            text = block_text(b)
-            if text is not None:
-                yield j, text, None if b.get("tool_use_id") is None else str(b["tool_use_id"])
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                call = b.get("tool_use_id")
+                for k, text in _texts_of(b.get("content")):
+                    yield (j, k), text, None if call is None else str(call)
 
 
-def _with_texts(entry: dict[str, Any], texts: dict[int | None, str]) -> dict[str, Any]:
-    """The entry with the results in these slots replaced, each in the form it came in."""
+def _with_texts(entry: dict[str, Any], texts: dict[Slot, str]) -> dict[str, Any]:
+    """The entry with the texts in these slots replaced, each in the form it came in."""
     key = _whole_key(entry)
     if key is not None:
-        return {**entry, key: _as_form(entry[key], texts[None])}
+        c = entry[key]
+        for (_, k), text in texts.items():
+            c = _replaced(c, k, text)
+        return {**entry, key: c}
     content = list(entry["content"])
-    for j, text in texts.items():
+    for (j, k), text in texts.items():
         assert j is not None
         b = content[j]
-        content[j] = {**b, "content": _as_form(b["content"], text)}
+        content[j] = {**b, "content": _replaced(b["content"], k, text)}
     return {**entry, "content": content}
 
 
@@ -211,7 +233,7 @@ def elide_messages(messages: list[Any], boundary: int, recall: str | None,
     texts: dict[int, str] = {}
     for i in range(min(boundary, len(messages))):
         m = messages[i]
-        new: dict[int | None, str] = {}
+        new: dict[Slot, str] = {}
         for slot, text, call in results(m):
             if len(text) <= min_chars or stub_id(text) is not None:
                 continue
@@ -258,7 +280,7 @@ def unelide(messages: list[Any], texts: Mapping[int, str]) -> list[Any]:
     """`elide_messages` undone: every stub whose id is in `texts` back to its text."""
     out = list(messages)
     for i, m in enumerate(messages):
-        new: dict[int | None, str] = {}
+        new: dict[Slot, str] = {}
         for slot, text, _ in results(m):
             rid = stub_id(text)
             if rid is not None and rid in texts:
