@@ -22,6 +22,7 @@ from aiohttp import web
 
 from ctxview.context import request_elide as re_
 from ctxview.context.request_cost import load_prices, session_cost, unelided
+from ctxview.context.request_diff import diffs
 from ctxview.proxy.rewrite import Rewriter
 from ctxview.proxy.server import Proxy
 from ctxview.rules import elide as rules
@@ -348,6 +349,9 @@ async def test_a_codex_session_through_the_proxy_matches_the_stats_replay_byte_f
         rb = json.dumps(b["input"], separators=(",", ":"))
         stride = set(_stub_positions(b["input"])) - set(_stub_positions(a["input"]))
         assert rb.startswith(ra) != bool(stride)
+    # What the viewer's `d` says of each request: the cache broke at the strides, nowhere else.
+    reasons = [c.reason for c in diffs(forwarded, [None] * len(forwarded))]
+    assert reasons.count("stride") == 3 and set(reasons) == {"first", "kept", "stride"}
     table = load_prices(tmp_path / "no-user-prices.json")
     costs = {}
     session = f"cx-{SID}"

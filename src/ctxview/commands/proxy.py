@@ -27,9 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_rewrite_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--elide", action="store_true", help="once a conversation's messages "
                         "pass elide.threshold_chars, send old tool output as stubs naming its id "
-                        "(Anthropic Messages)")  # fmt: skip
+                        "(Anthropic Messages, OpenAI Responses and Chat Completions)")  # fmt: skip
     parser.add_argument("--cache", choices=("auto",), help="auto: cache breakpoints on the system "
-                        "prompt and the latest message of a request that has none")  # fmt: skip
+                        "prompt and the latest message of an Anthropic request that has "
+                        "none")  # fmt: skip
 
 
 def rewriter(args: argparse.Namespace) -> Rewriter:
