@@ -221,6 +221,9 @@ def test_codex_with_ctxview_installed_is_told_its_mcp_recall_and_gets_the_text(
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     assert len(sent) == CALLS + 2
     assert "exec_command" not in json.dumps(sent[0]["tools"])  # the shell is off
+    # Every read answered, the first too (it can come before anything wrote the store).
+    outputs = tool_outputs(sent[-1])
+    assert len(outputs) == CALLS + 1 and not [o for o in outputs.values() if "Error" in o]
     assert recall.rid is not None
     assert recall.stub.endswith(f"; the recall tool of mcp__ctxview with id #{recall.rid:x} "
                                 "shows it]")  # fmt: skip

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from ctxview.store import probe
+from ctxview.store import paths, probe
 
 # The sessions whose lock this process holds now, as (store, session id): an import run inside
 # a hook's step (which holds it) must not wait for it.
@@ -106,6 +106,10 @@ def held_here(store: Path | str, session_id: str) -> bool:
 
 def _open_lock(store: Path | str, session_id: str) -> int:
     path = lock_path(store, session_id)
+    if not path.parent.parent.exists():
+        # The store's folder is not made yet (an MCP call before anything wrote the store):
+        # made as the store's own would be, so the call goes on and creates the store.
+        paths.prepare(Path(store))
     path.parent.mkdir(mode=0o700, exist_ok=True)
     return os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
 
