@@ -466,3 +466,16 @@ async def test_a_body_the_rule_cannot_read_goes_as_it_came(
     finally:
         await p.stop()
     assert up.bodies == [raw]
+
+
+def test_a_custom_tool_output_is_a_tool_result_too_named_by_its_call() -> None:
+    """Codex's freeform tools (its own `apply_patch`) answer in `custom_tool_call_output`."""
+    conv: list[Any] = responses_input(30)
+    conv[4:4] = [{"type": "custom_tool_call", "call_id": "call_p", "name": "apply_patch",
+                  "input": "*** Begin Patch"},
+                 {"type": "custom_tool_call_output", "call_id": "call_p",
+                  "output": "p" * 5000}]  # fmt: skip
+    done = re_.Elider(SMALL).apply(conv)
+    assert done.messages[4] == conv[4]
+    assert done.messages[5]["output"] == rules.request_stub("p" * 5000, "apply_patch", None, SMALL)
+    assert "5,000 chars of apply_patch output" in done.messages[5]["output"]
