@@ -13,7 +13,7 @@ import pytest
 from ctxview.agents import failures
 from ctxview.agents.hook_client import stop
 from tests.agents.fake_gemini import Call, Say, Scripted, function_responses, response_text
-from tests.agents.gemini_helpers import CLI, ctxview, env, run_gemini
+from tests.agents.gemini_helpers import CLI, chat_files, ctxview, env, follow_once, run_gemini
 
 pytestmark = pytest.mark.skipif(not CLI.exists(), reason="npm ci --prefix tests/agents/gemini")
 LINES = [f"line {i}" for i in range(1, 41)]
@@ -103,6 +103,52 @@ def test_hooked_session_gets_the_rules(tmp_path: Path) -> None:
         "where e.kind = 'result' order by e.seq")]  # fmt: skip
     for got, want in zip(shown, texts, strict=True):
         assert got == want, (got[-300:], want[-300:])
+
+
+def _results(store: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(store) as db:
+        return db.execute(
+            "SELECT e.session, e.call_ref, b.shown FROM events e JOIN bodies b ON b.rid = e.rid "
+            "AND b.session = e.session WHERE e.kind = 'result' ORDER BY e.session, e.seq"
+        ).fetchall()
+
+
+def test_import_and_follow_of_a_hooked_session_store_it_once(tmp_path: Path) -> None:
+    """The chat file of a session the hooks stored, followed then imported: the same session
+    `gm-<id>`, gaining its messages, each call once with the text the model got."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    f = str(proj / "notes.txt")
+    steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
+                               Call("read_file", {"file_path": f}),
+                               Call("run_shell_command", {"command": "seq 1 3"}), Say("fin.")]  # fmt: skip
+    try:
+        with Scripted(steps) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "read notes.txt twice")
+        assert done.returncode == 0, done.stderr
+        answers = [_unwrap(t) for _, t in _answers(s)]
+    finally:
+        stop(store)
+    hooked = _results(store)
+    assert [r[2] for r in hooked] == answers, (hooked, answers)
+    [chat] = chat_files(Path(environ["HOME"]))
+    said = follow_once(proj, environ, chat)
+    [sid] = {r[0] for r in hooked}
+    assert f"→ {sid}" in said, said
+    imported = ctxview(proj, environ, "import", str(chat))
+    assert imported.returncode == 0, imported.stderr
+    with sqlite3.connect(store) as db:
+        sessions = [r[0] for r in db.execute("SELECT id FROM sessions")]
+        prompts = [r[0] for r in db.execute(
+            "SELECT text FROM events WHERE kind = 'message' AND role = 'user'")]  # fmt: skip
+        calls = db.execute("SELECT count(*) FROM events WHERE kind = 'call'").fetchone()[0]
+    assert sessions == [sid]
+    assert "read notes.txt twice" in prompts  # the follow did add the chat file's messages
+    assert _results(store) == hooked  # no call a second time, each text as the model got it
+    assert calls == len(hooked)
 
 
 def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:

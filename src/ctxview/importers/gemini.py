@@ -13,6 +13,11 @@ Tools: `read_file {file_path|absolute_path, offset (0-based), limit}` is a read 
 saved file is not lines); `grep_search`/`search_file_content`, `glob`, `list_directory` are
 grep, glob and list; `replace`/`write_file`/`edit` with the old and new content in
 `resultDisplay` are edits (the diff); `run_shell_command` is bash; the rest is capped.
+
+A session ctxview's hooks wrote (`agents/gemini/engine.py`) already holds its calls: the hook
+gave each result back as a tail call of ctxview's `show` with the stored call's ref in its args,
+and Gemini writes the tail call's args as the record's `description`; a call whose description
+names a ref the session holds is not stored again (`LiveCalls`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from ctxview.importers.common import (
     need,
     when,
 )
+from ctxview.importers.hub import LiveCalls
 
 if TYPE_CHECKING:
     from ctxview.importers.hub import Hub
@@ -54,6 +60,7 @@ _NOTICES = ("info", "error", "warning")
 _STATUS = re.compile(r"Showing lines (\d+)-(\d+) of (\d+) total lines")
 _CONTENT = "--- FILE CONTENT (truncated) ---\n"
 _KEEP = 512  # message ids remembered (a message is written again only while its turn runs)
+HOOK_REF = "gm-hook:"  # the call_ref of a result ctxview's Gemini hook stored
 
 
 class GeminiParser(SimpleParser):
@@ -62,6 +69,7 @@ class GeminiParser(SimpleParser):
         # message id -> the call ids of it already replayed (None: its text is stored)
         self._msgs: OrderedDict[str, list[str]] = OrderedDict(state.get("msgs", []))
         self.quiet: dict[str, int] = {}
+        self._live = LiveCalls(hub)  # what the hooked session stored itself
 
     def state(self) -> dict[str, Any]:
         return {"msgs": list(self._msgs.items())}
@@ -118,6 +126,8 @@ class GeminiParser(SimpleParser):
                 self._msgs.popitem(last=False)
 
     async def _call(self, call: dict[str, Any], fallback: float) -> None:
+        if await self._live.stored(_hook_ref(call.get("description")) or call["id"]):
+            return
         name = str(call.get("name") or "tool")
         args = call.get("args")
         args = args if isinstance(args, dict) else {"args": args}
@@ -126,6 +136,19 @@ class GeminiParser(SimpleParser):
         how = _how(name, args, text, call.get("resultDisplay"), call.get("status") == "success")
         await put_result(self.hub.main, how, args, text, call_ref=call["id"], seen=len(text),
                          ts=ts)  # fmt: skip
+
+
+def _hook_ref(description: Any) -> str | None:
+    """The ref of the call ctxview's hook stored, in the args of its tail call (the JSON Gemini
+    writes as the description of an MCP call)."""
+    if not isinstance(description, str) or HOOK_REF not in description:
+        return None
+    try:
+        args = json.loads(description)
+    except ValueError:
+        return None
+    ref = args.get("ref") if isinstance(args, dict) else None
+    return ref if isinstance(ref, str) and ref.startswith(HOOK_REF) else None
 
 
 def _text(content: Any) -> str:

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 from ctxview.engine.session import Session
 from ctxview.importers.agent_tools import put_result
 from ctxview.importers.formats import GEMINI
-from ctxview.importers.gemini import _how
+from ctxview.importers.gemini import HOOK_REF, _how
 from ctxview.importers.replay import Replay
 from ctxview.store.writer import Writer
 
@@ -46,7 +47,6 @@ class GeminiEngine:
         self.store = Path(store)
         self.writer: Writer | None = None
         self.replays: dict[str, Replay] = {}
-        self.calls: dict[str, int] = {}
         self.pending: dict[str, str] = {}  # session -> the files-read table not yet given
 
     async def close(self) -> None:
@@ -93,16 +93,19 @@ class GeminiEngine:
         text = _content_text(response.get("llmContent"))
         ok = not response.get("error")
         replay = await self._replay(sid, payload)
-        self.calls[sid] = self.calls.get(sid, 0) + 1
+        # The hook input names no call: the stored call's ref rides in the tail call's args,
+        # which Gemini writes into the chat file's record of the call (its `description`), so
+        # an import of that file knows the call it already holds (importers/gemini.py).
+        ref = f"{HOOK_REF}{uuid.uuid4().hex[:16]}"
         how = _how(name, args, text, response.get("returnDisplay"), ok)
-        shown = await put_result(replay, how, args, text, call_ref=f"gh{self.calls[sid]}",
-                                 seen=len(text), ts=time.time())  # fmt: skip
+        shown = await put_result(replay, how, args, text, call_ref=ref, seen=len(text),
+                                 ts=time.time())  # fmt: skip
         await self._save(replay)
         table = self.pending.pop(sid, None)
         if table is not None:
             shown = f"{table}\n\n{shown}"
         return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tailToolCallRequest": {
-            "name": SHOW_TOOL, "args": {"text": shown}}}}  # fmt: skip
+            "name": SHOW_TOOL, "args": {"text": shown, "ref": ref}}}}  # fmt: skip
 
     async def _replay(self, sid: str, payload: dict[str, Any]) -> Replay:
         key = PREFIX + sid

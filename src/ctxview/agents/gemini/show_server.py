@@ -10,8 +10,9 @@ server = MCPServer("ctxview")
 
 
 @server.tool()
-def show(text: str) -> str:
+def show(text: str, ref: str = "") -> str:
     """ctxview's text of the tool result just returned (called by ctxview's hook, not by you)."""
+    # `ref` is only there to be written into Gemini's chat file: the call ctxview stored.
     return text
 
 
