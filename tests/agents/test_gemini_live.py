@@ -151,6 +151,39 @@ def test_import_and_follow_of_a_hooked_session_store_it_once(tmp_path: Path) -> 
     assert calls == len(hooked)
 
 
+def test_recall_answers_from_this_session(tmp_path: Path) -> None:
+    """The model recalls the id of a capped command's output (ctxview's MCP tool `recall`, which
+    the AfterTool hook answers from the session `gm-<id>`): the request after it has the whole
+    stored output, and the store holds the recall as a result of that session."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    steps: list[Call | Say] = [Call("run_shell_command", {"command": "seq 1 600"}),
+                               Call("mcp_ctxview_recall", {"id": "#1000"}), Say("fin.")]  # fmt: skip
+    try:
+        with Scripted(steps) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "count to 600")
+        assert done.returncode == 0, done.stderr
+        answers = _answers(s)
+    finally:
+        stop(store)
+    assert [t for t, _ in answers] == ["run_shell_command", "mcp_ctxview_recall"], answers
+    capped, recalled = (_unwrap(t) for _, t in answers)
+    assert capped.startswith("[#1000]\n") and "elided" in capped and "\n450\n" not in capped
+    head, _, body = recalled.partition("\n")
+    assert head == "[#1001 recall #1000 lines 1-{0} of {0}]".format(body.count("\n") + 1), head
+    with sqlite3.connect(store) as db:
+        full = db.execute("SELECT stored FROM bodies WHERE rid = 4096").fetchone()[0]
+        rows = db.execute("SELECT session, rkind, points_to FROM events WHERE rid = 4097"
+                          ).fetchall()  # fmt: skip
+    assert body == full, (body[-300:], full[-300:])  # the whole output, as stored
+    assert [int(n) for n in re.findall(r"^(?:Output: )?(\d+)$", full, re.M)] == list(range(1, 601))
+    [(sid, rkind, points_to)] = rows
+    assert sid.startswith("gm-") and rkind == "recall" and points_to == 4096
+
+
 def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:
     """CTXVIEW_HOOK_FAIL in Gemini's environment: every hook fails; the model gets Gemini's
     own outputs and each failure is recorded for `ctxview doctor`."""
@@ -161,7 +194,8 @@ def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:
     f = str(proj / "notes.txt")
     try:
         with Scripted([Call("read_file", {"file_path": f}),
-                       Call("run_shell_command", {"command": "echo hi"}), Say("ok.")]) as s:  # fmt: skip
+                       Call("run_shell_command", {"command": "echo hi"}),
+                       Call("mcp_ctxview_recall", {"id": "#1000"}), Say("ok.")]) as s:  # fmt: skip
             environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
             done = run_gemini(proj, environ, "read notes.txt")
     finally:
@@ -170,6 +204,7 @@ def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:
     answers = _answers(s)
     assert answers[0] == ("read_file", "\n".join(LINES) + "\n")
     assert "hi" in answers[1][1] and "[#" not in answers[1][1]
+    assert "ctxview's hook did not answer, so #1000 could not be recalled" in answers[2][1]
     recorded = failures.read(store)
     assert len([r for r in recorded if "CTXVIEW_HOOK_FAIL" in str(r)]) >= 2, recorded
 

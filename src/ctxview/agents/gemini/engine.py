@@ -9,6 +9,11 @@ its result stands in for the original one, under the original call's name and id
 is ctxview's MCP tool `show` (`show_server.py`), which answers with the text it is given: the
 rules' text, which Gemini wraps in `<untrusted_context>` as it does every MCP result.
 
+`recall` is the MCP tool `mcp_ctxview_recall` of the same server, whose own answer only says
+the hook did not answer: Gemini's MCP call names no session, but its AfterTool hook input does,
+so the hook runs the recall in this session (`gm-<session_id>`) and its text comes back through
+the same tail call.
+
 The tool result is sorted as the importer sorts a chat file's (`importers.gemini._how`: a read,
 a search, an edit with its old and new content, a command, anything else) and replayed through
 the same `Replay`, so a hooked call and an imported one get the same rules.
@@ -36,7 +41,8 @@ from ctxview.store.writer import Writer
 
 PREFIX = "gm-"
 SHOW_TOOL = "mcp_ctxview_show"  # the MCP server `ctxview` of show_server.py, its tool `show`
-OWN_TOOLS = "mcp_ctxview_"  # ctxview's own tools: never rewritten
+RECALL_TOOL = "mcp_ctxview_recall"  # its tool `recall`, answered here
+RECALL_ARGS = ("id", "offset", "limit")
 COMPRESSED = "Gemini CLI compressed the conversation."
 
 
@@ -84,8 +90,8 @@ class GeminiEngine:
 
     async def _after_tool(self, sid: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         name = payload.get("tool_name")
-        if not isinstance(name, str) or name.startswith(OWN_TOOLS):
-            return None
+        if not isinstance(name, str) or name == SHOW_TOOL:
+            return None  # the tail call itself
         args = payload.get("tool_input")
         args = args if isinstance(args, dict) else {}
         response = payload.get("tool_response")
@@ -97,9 +103,14 @@ class GeminiEngine:
         # which Gemini writes into the chat file's record of the call (its `description`), so
         # an import of that file knows the call it already holds (importers/gemini.py).
         ref = f"{HOOK_REF}{uuid.uuid4().hex[:16]}"
-        how = _how(name, args, text, response.get("returnDisplay"), ok)
-        shown = await put_result(replay, how, args, text, call_ref=ref, seen=len(text),
-                                 ts=time.time())  # fmt: skip
+        if name == RECALL_TOOL:
+            shown = await replay.session.run(
+                "recall", {k: args[k] for k in RECALL_ARGS if args.get(k) is not None},
+                call_ref=ref)  # fmt: skip
+        else:
+            how = _how(name, args, text, response.get("returnDisplay"), ok)
+            shown = await put_result(replay, how, args, text, call_ref=ref, seen=len(text),
+                                     ts=time.time())  # fmt: skip
         await self._save(replay)
         table = self.pending.pop(sid, None)
         if table is not None:

@@ -6,10 +6,11 @@ STORE`, which hands the hook input to the store's resident engine over its Unix 
 (`daemon.py`, which passes the `gemini` events to `engine.py`) and prints its answer; any
 failure prints nothing, so Gemini keeps its own output (recorded for `ctxview doctor`).
 
-- `AfterTool`, every tool but ctxview's own: the rules' text, given back as a tail call of the
-  MCP tool `mcp_ctxview_show`.
+- `AfterTool`, every tool but the tail call: the rules' text, given back as a tail call of the
+  MCP tool `mcp_ctxview_show`; for `mcp_ctxview_recall`, the recall of the session's id.
 - `PreCompress`: the compaction boundary; `BeforeAgent`: the files-read table after one.
-- `mcpServers.ctxview`: `show_server.py`, trusted (its tail calls ask no confirmation).
+- `mcpServers.ctxview`: `show_server.py` (`show`, `recall`), trusted (its calls ask no
+  confirmation).
 
 `uninstall` puts the person's own bytes back (the sidecar `ctxview-install.json` beside the
 settings file keeps them, as Claude Code's install does), or takes ctxview's entries out of a
@@ -24,14 +25,14 @@ from typing import Any
 
 from ctxview.agents import hook_client
 from ctxview.agents.claude_code.install import Plan, ctxview_python, store_of
-from ctxview.agents.gemini.engine import OWN_TOOLS
+from ctxview.agents.gemini.engine import SHOW_TOOL
 
 SIDECAR = "ctxview-install.json"
 SERVER = "ctxview"
 HOOK_NAME = "ctxview"
 EVENTS = ("AfterTool", "PreCompress", "BeforeAgent")
 TIMEOUT_MS = 5000  # above the hook client's own 2 s budget
-MATCHER = f"^(?!{OWN_TOOLS})"  # every tool but ctxview's own (the tail call itself)
+MATCHER = f"^(?!{SHOW_TOOL}$)"  # every tool but the tail call itself
 
 
 def settings_path(scope: str, cwd: Path, home: Path) -> Path:
