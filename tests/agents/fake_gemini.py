@@ -24,11 +24,14 @@ SUMMARY = "<state_snapshot><overall_goal>the scripted task</overall_goal></state
 class Call:
     name: str
     args: dict[str, Any]
+    prompt_tokens: int = 100  # the usage reported with it (Gemini compresses on the last one)
 
 
 @dataclass
 class Say:
     text: str
+    prompt_tokens: int = 100
+    more: bool = False  # the next-speaker check after it says "model": Gemini goes on itself
 
 
 @dataclass
@@ -38,6 +41,7 @@ class Scripted:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _step: int = 0
+    _more: bool = False
 
     @property
     def port(self) -> int:
@@ -98,26 +102,29 @@ class Scripted:
 
     def _reply(self, path: str, body: Request) -> dict[str, Any]:
         if not body.get("tools"):
-            text = json.dumps(body)
-            if "state_snapshot" in text:
-                return _answer([{"text": SUMMARY}])
+            # JSON first: a check after a compression has the summary in its history.
             if body.get("generationConfig", {}).get("responseMimeType") == "application/json":
+                speaker, self._more = ("model" if self._more else "user"), False
                 return _answer([{"text": '{"reasoning": "scripted", "model_choice": "flash", '
-                                         '"next_speaker": "user"}'}])  # fmt: skip
+                                         f'"next_speaker": "{speaker}"}}'}])  # fmt: skip
+            if "state_snapshot" in json.dumps(body):
+                return _answer([{"text": SUMMARY}])
             return _answer([{"text": "ok"}])
         step = self.steps[self._step] if self._step < len(self.steps) else Say("done.")
         self._step += 1
         if isinstance(step, Call):
-            return _answer([{"functionCall": {"name": step.name, "args": step.args}}])
-        return _answer([{"text": step.text}])
+            return _answer([{"functionCall": {"name": step.name, "args": step.args}}],
+                           step.prompt_tokens)  # fmt: skip
+        self._more = step.more
+        return _answer([{"text": step.text}], step.prompt_tokens)
 
 
-def _answer(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def _answer(parts: list[dict[str, Any]], prompt_tokens: int = 100) -> dict[str, Any]:
     return {
         "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
                         "index": 0}],
-        "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10,
-                          "totalTokenCount": 110},
+        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": 10,
+                          "totalTokenCount": prompt_tokens + 10},
         "modelVersion": "gemini-2.5-flash",
     }  # fmt: skip
 

@@ -4,6 +4,7 @@ call), then with the hook failing (Gemini's own output, a recorded failure)."""
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -12,7 +13,14 @@ import pytest
 
 from ctxview.agents import failures
 from ctxview.agents.hook_client import stop
-from tests.agents.fake_gemini import Call, Say, Scripted, function_responses, response_text
+from tests.agents.fake_gemini import (
+    SUMMARY,
+    Call,
+    Say,
+    Scripted,
+    function_responses,
+    response_text,
+)
 from tests.agents.gemini_helpers import CLI, chat_files, ctxview, env, follow_once, run_gemini
 
 pytestmark = pytest.mark.skipif(not CLI.exists(), reason="npm ci --prefix tests/agents/gemini")
@@ -182,6 +190,57 @@ def test_recall_answers_from_this_session(tmp_path: Path) -> None:
     assert [int(n) for n in re.findall(r"^(?:Output: )?(\d+)$", full, re.M)] == list(range(1, 601))
     [(sid, rkind, points_to)] = rows
     assert sid.startswith("gm-") and rkind == "recall" and points_to == 4096
+
+
+def _texts(body: dict[str, object]) -> list[str]:
+    """The text parts of a request, in order."""
+    contents = body.get("contents")
+    assert isinstance(contents, list)
+    return [p["text"] for c in contents for p in c.get("parts", []) if "text" in p]
+
+
+def test_gemini_compression_records_a_boundary_and_gives_the_table(tmp_path: Path) -> None:
+    """Gemini's own compression, headless: a turn reports a prompt past half the model's window,
+    and Gemini (its next-speaker check on, answered "model") goes on by itself, compressing
+    first. The request after holds the files-read table right after Gemini's summary, a re-read
+    after it is full text, and the store holds the boundary with Gemini's summary."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    settings = Path(environ["HOME"]) / ".gemini" / "settings.json"
+    user = json.loads(settings.read_text())
+    settings.write_text(json.dumps({**user, "model": {"skipNextSpeakerCheck": False}}))
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    f = str(proj / "notes.txt")
+    steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
+                               Call("read_file", {"file_path": f}),
+                               Say("pause.", prompt_tokens=900_000, more=True),
+                               Call("read_file", {"file_path": f}), Say("fin.")]  # fmt: skip
+    try:
+        with Scripted(steps) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "read notes.txt")
+        assert done.returncode == 0, done.stderr
+    finally:
+        stop(store)
+    assert any("Generate a new <state_snapshot>" in json.dumps(r["body"]) for r in s.requests)
+    turns = s.turns()
+    after = next(t for t in turns if "Please continue." in _texts(t))  # Gemini's own next turn
+    said = "\n".join(_texts(after))
+    head, _, table = said.partition(f"{SUMMARY}\n\n")
+    assert head.endswith("</session_context>") and table.startswith(
+        "## Files read before this summary\n"), said[-1500:]  # fmt: skip
+    assert re.search(r"\| \S*notes\.txt \| 1-40 of 40 \| [0-9a-f]{8} \| #1000 \|", table), table
+    last = turns[-1]
+    assert f"{SUMMARY}\n\n## Files read before this summary\n" in "\n".join(_texts(last))
+    reread = _unwrap(response_text(function_responses(last)[-1]))
+    assert re.match(r"\[#1002 \S*notes\.txt lines 1-40 of 40 sha \w+\]\n1: line 1\n", reread), (
+        reread
+    )
+    with sqlite3.connect(store) as db:
+        rows = db.execute("SELECT text, json_extract(data, '$.trigger') FROM events "
+                          "WHERE kind = 'compaction'").fetchall()  # fmt: skip
+    assert rows == [(SUMMARY, "auto")]
 
 
 def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:

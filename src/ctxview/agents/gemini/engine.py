@@ -18,10 +18,10 @@ The tool result is sorted as the importer sorts a chat file's (`importers.gemini
 a search, an edit with its old and new content, a command, anything else) and replayed through
 the same `Replay`, so a hooked call and an imported one get the same rules.
 
-`PreCompress` (`/compress`, or Gemini's own compression) records the boundary and empties the
-dedupe table; its hook cannot change what the model is sent, so the files-read table goes out
-with the next thing a hook can give: the next prompt (`BeforeAgent`'s `additionalContext`) or
-the next tool result, whichever comes first.
+A compression (`/compress`, or Gemini's own past its threshold) is seen by `BeforeModel` after
+a `PreCompress` (`compression.py`): the boundary is recorded with Gemini's summary, the dedupe
+table is emptied, and the files-read table goes after the summary in every request that holds
+it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ctxview.agents.gemini import compression
 from ctxview.engine.session import Session
 from ctxview.importers.agent_tools import put_result
 from ctxview.importers.formats import GEMINI
@@ -43,7 +44,7 @@ PREFIX = "gm-"
 SHOW_TOOL = "mcp_ctxview_show"  # the MCP server `ctxview` of show_server.py, its tool `show`
 RECALL_TOOL = "mcp_ctxview_recall"  # its tool `recall`, answered here
 RECALL_ARGS = ("id", "offset", "limit")
-COMPRESSED = "Gemini CLI compressed the conversation."
+COMPRESSED = "compressed"  # the session data's key: the summary's message and its table
 
 
 class GeminiEngine:
@@ -53,7 +54,8 @@ class GeminiEngine:
         self.store = Path(store)
         self.writer: Writer | None = None
         self.replays: dict[str, Replay] = {}
-        self.pending: dict[str, str] = {}  # session -> the files-read table not yet given
+        self.sent: dict[str, list[compression.Message]] = {}  # session -> last request's
+        self.compressing: dict[str, str] = {}  # session -> the trigger of a PreCompress since
 
     async def close(self) -> None:
         if self.writer is not None:
@@ -68,24 +70,10 @@ class GeminiEngine:
         if event == "AfterTool":
             return await self._after_tool(sid, payload)
         if event == "PreCompress":
-            if payload.get("trigger") != "manual":
-                # 0.61 fires "auto" before every turn, whether it then compresses or not.
-                return None
-            replay = await self._replay(sid, payload)
-            text = await replay.session.compact(COMPRESSED, ts=time.time(),
-                                                data={"trigger": "manual"})  # fmt: skip
-            # The model has Gemini's own summary: it is given the table only.
-            table = text.removeprefix(COMPRESSED).strip()
-            if table:
-                self.pending[sid] = table
-            await self._save(replay)
+            self.compressing[sid] = str(payload.get("trigger") or "auto")
             return None
-        if event == "BeforeAgent":
-            owed = self.pending.pop(sid, None)
-            if owed is None:
-                return None
-            return {"hookSpecificOutput": {"hookEventName": "BeforeAgent",
-                                           "additionalContext": owed}}  # fmt: skip
+        if event == "BeforeModel":
+            return await self._before_model(sid, payload)
         return None
 
     async def _after_tool(self, sid: str, payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -112,11 +100,32 @@ class GeminiEngine:
             shown = await put_result(replay, how, args, text, call_ref=ref, seen=len(text),
                                      ts=time.time())  # fmt: skip
         await self._save(replay)
-        table = self.pending.pop(sid, None)
-        if table is not None:
-            shown = f"{table}\n\n{shown}"
         return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tailToolCallRequest": {
             "name": SHOW_TOOL, "args": {"text": shown, "ref": ref}}}}  # fmt: skip
+
+    async def _before_model(self, sid: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        now = compression.messages_of(payload.get("llm_request"))
+        before = self.sent.get(sid)
+        self.sent[sid] = now
+        trigger = self.compressing.pop(sid, None)
+        at = None if before is None or trigger is None else compression.replaced_at(before, now)
+        replay = await self._replay(sid, payload)
+        if at is not None:
+            assert before is not None
+            summary = compression.summary_in(before, now, at)
+            text = await replay.session.compact(summary, ts=time.time(),
+                                                data={"trigger": trigger})  # fmt: skip
+            table = text.removeprefix(summary).strip()
+            replay.data[COMPRESSED] = {"message": compression.digest(now[at][1]), "table": table}
+            await self._save(replay)
+        held = replay.data.get(COMPRESSED)
+        if not isinstance(held, dict) or not held.get("table"):
+            return None
+        messages = compression.with_table(now, str(held.get("message")), str(held["table"]))
+        if messages is None:
+            return None
+        return {"hookSpecificOutput": {"hookEventName": "BeforeModel",
+                                       "llm_request": {"messages": messages}}}  # fmt: skip
 
     async def _replay(self, sid: str, payload: dict[str, Any]) -> Replay:
         key = PREFIX + sid

@@ -8,7 +8,8 @@ failure prints nothing, so Gemini keeps its own output (recorded for `ctxview do
 
 - `AfterTool`, every tool but the tail call: the rules' text, given back as a tail call of the
   MCP tool `mcp_ctxview_show`; for `mcp_ctxview_recall`, the recall of the session's id.
-- `PreCompress`: the compaction boundary; `BeforeAgent`: the files-read table after one.
+- `PreCompress` and `BeforeModel`: a compression's boundary, and the files-read table after
+  its summary in the requests that hold it (`compression.py`).
 - `mcpServers.ctxview`: `show_server.py` (`show`, `recall`), trusted (its calls ask no
   confirmation).
 
@@ -30,7 +31,7 @@ from ctxview.agents.gemini.engine import SHOW_TOOL
 SIDECAR = "ctxview-install.json"
 SERVER = "ctxview"
 HOOK_NAME = "ctxview"
-EVENTS = ("AfterTool", "PreCompress", "BeforeAgent")
+EVENTS = ("AfterTool", "PreCompress", "BeforeModel")
 TIMEOUT_MS = 5000  # above the hook client's own 2 s budget
 MATCHER = f"^(?!{SHOW_TOOL}$)"  # every tool but the tail call itself
 
