@@ -1,7 +1,8 @@
 """A scripted Gemini API (generateContent / streamGenerateContent) on loopback, for driving the
 real Gemini CLI in tests (`GOOGLE_GEMINI_BASE_URL` points the CLI here, any `GEMINI_API_KEY`).
 
-Every POST is recorded (its path and JSON body). A request that offers tools (the agent's turn)
+Every POST is recorded (its path and JSON body, when it came and when its answer was out). A
+request that offers tools (the agent's turn)
 is answered with the script's next step: a function call the model "makes", or a final text; a
 request past the script's end gets "done.", so the CLI always finishes. A request without tools
 (the CLI's own side calls: history compression, a classifier, a next-speaker check) gets a short
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -37,7 +39,8 @@ class Say:
 @dataclass
 class Scripted:
     steps: list[Call | Say]
-    requests: list[Request] = field(default_factory=list)  # every request: {"path", "body"}
+    # every request: {"path", "body", "at", "done"} (perf_counter seconds)
+    requests: list[Request] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _step: int = 0
@@ -69,8 +72,9 @@ class Scripted:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                record = {"path": self.path, "body": body, "at": time.perf_counter()}
                 with scripted._lock:
-                    scripted.requests.append({"path": self.path, "body": body})
+                    scripted.requests.append(record)
                     reply = scripted._reply(self.path, body)
                 if ":countTokens" in self.path:
                     self._json({"totalTokens": len(json.dumps(body)) // 4})
@@ -82,6 +86,7 @@ class Scripted:
                     self.wfile.flush()
                 else:
                     self._json(reply)
+                record["done"] = time.perf_counter()
 
             def _json(self, obj: Any) -> None:
                 data = json.dumps(obj).encode()

@@ -2,8 +2,9 @@
 (`llm_request.messages`, Gemini's own translation: each content's text parts joined, function
 calls and responses left out).
 
-0.61 fires `PreCompress` before every turn, whether it then compresses or not, and its hook can
-change nothing. What says a compression happened is the next request: its messages no longer
+0.61 fires `PreCompress` "auto" before every turn, whether it then compresses or not, and its
+hook can change nothing (it is installed for "manual" only, which says which kind the next
+compression was). What says a compression happened is the next request: its messages no longer
 extend the last request's, because Gemini replaced the history with its summary (a user
 message: the session's context, then the `<state_snapshot>`), its fixed answer to it (`ACK`,
 the model message its compression service writes) and what it kept. Both are required: a

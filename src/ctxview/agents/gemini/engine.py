@@ -55,7 +55,7 @@ class GeminiEngine:
         self.writer: Writer | None = None
         self.replays: dict[str, Replay] = {}
         self.sent: dict[str, list[compression.Message]] = {}  # session -> last request's
-        self.compressing: dict[str, str] = {}  # session -> the trigger of a PreCompress since
+        self.manual: set[str] = set()  # sessions whose /compress ran since their last request
 
     async def close(self) -> None:
         if self.writer is not None:
@@ -70,7 +70,10 @@ class GeminiEngine:
         if event == "AfterTool":
             return await self._after_tool(sid, payload)
         if event == "PreCompress":
-            self.compressing[sid] = str(payload.get("trigger") or "auto")
+            # Installed for "manual" only (0.61 fires "auto" before every turn, compressing or
+            # not): BeforeModel sees either; this says which one it was.
+            if payload.get("trigger") == "manual":
+                self.manual.add(sid)
             return None
         if event == "BeforeModel":
             return await self._before_model(sid, payload)
@@ -107,8 +110,9 @@ class GeminiEngine:
         now = compression.messages_of(payload.get("llm_request"))
         before = self.sent.get(sid)
         self.sent[sid] = now
-        trigger = self.compressing.pop(sid, None)
-        at = None if before is None or trigger is None else compression.replaced_at(before, now)
+        trigger = "manual" if sid in self.manual else "auto"
+        self.manual.discard(sid)
+        at = None if before is None else compression.replaced_at(before, now)
         replay = await self._replay(sid, payload)
         if at is not None:
             assert before is not None

@@ -8,8 +8,8 @@ failure prints nothing, so Gemini keeps its own output (recorded for `ctxview do
 
 - `AfterTool`, every tool but the tail call: the rules' text, given back as a tail call of the
   MCP tool `mcp_ctxview_show`; for `mcp_ctxview_recall`, the recall of the session's id.
-- `PreCompress` and `BeforeModel`: a compression's boundary, and the files-read table after
-  its summary in the requests that hold it (`compression.py`).
+- `BeforeModel` (and `PreCompress` for /compress, to say which kind): a compression's boundary,
+  and the files-read table after its summary in the requests that hold it (`compression.py`).
 - `mcpServers.ctxview`: `show_server.py` (`show`, `recall`), trusted (its calls ask no
   confirmation).
 
@@ -33,7 +33,9 @@ SERVER = "ctxview"
 HOOK_NAME = "ctxview"
 EVENTS = ("AfterTool", "PreCompress", "BeforeModel")
 TIMEOUT_MS = 5000  # above the hook client's own 2 s budget
-MATCHER = f"^(?!{SHOW_TOOL}$)"  # every tool but the tail call itself
+# AfterTool: every tool but the tail call itself (a regular expression); PreCompress: /compress
+# only (an exact trigger), not the "auto" one fired before every turn.
+MATCHERS = {"AfterTool": f"^(?!{SHOW_TOOL}$)", "PreCompress": "manual"}
 
 
 def settings_path(scope: str, cwd: Path, home: Path) -> Path:
@@ -54,8 +56,8 @@ def _entry(event: str, store: Path) -> dict[str, Any]:
     group: dict[str, Any] = {"hooks": [{"type": "command", "name": HOOK_NAME,
                                         "command": hook_command(store),
                                         "timeout": TIMEOUT_MS}]}  # fmt: skip
-    if event == "AfterTool":
-        group = {"matcher": MATCHER, **group}
+    if event in MATCHERS:
+        group = {"matcher": MATCHERS[event], **group}
     return group
 
 
