@@ -4,7 +4,9 @@
 A call's time is the gap between the model server's answer naming the call and Gemini's next
 request (Gemini runs the tool, the AfterTool hook asks the resident engine, Gemini runs the tail
 call to ctxview's `show`, the BeforeModel hook looks at the next request); the figure is p50
-hooked minus p50 plain, per tool.
+hooked minus p50 plain, per tool. Gemini CLI 0.61 runs command hooks only, so a call starts two
+processes (`sh -c python -S hook_client.py`: AfterTool, and BeforeModel before the next
+request); a bare `sh -c 'python -S -c pass'` is timed beside, the floor under each of them.
 
     .venv/bin/python bench/bench_gemini_hooks.py [--calls 30] [--runs 3]
 """
@@ -13,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +58,17 @@ def one_run(hooked: bool, calls: int) -> dict[str, list[float]]:
         return {"read": gaps[:calls], "shell": gaps[calls : 2 * calls]}
 
 
+def bare_starts(n: int = 30) -> list[float]:
+    """A command hook's process doing nothing: what Gemini pays for each hook before ctxview."""
+    cmd = f"{shlex.quote(sys.executable)} -S -c pass"
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(cmd, shell=True, check=True)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=30)
@@ -67,6 +83,7 @@ def main() -> int:
         for hooked in (False, True):
             for tool, ms in one_run(hooked, args.calls).items():
                 out[hooked][tool] += ms[1:]  # the first call of a run starts things up
+    bare = bare_starts()
     load = os.getloadavg()
     print(f"Gemini CLI 0.61.0, {args.runs} runs x {args.calls} calls per tool; "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
@@ -78,6 +95,8 @@ def main() -> int:
         print(f"{tool:5} per call: plain p50 {p50p:6.1f} ms p95 {p95p:6.1f}; hooked p50 "
               f"{p50h:6.1f} ms p95 {p95h:6.1f}; added p50 {p50h - p50p:6.1f} ms, "
               f"p95 {p95h - p95p:6.1f} ms")  # fmt: skip
+    print(f"one bare hook process (sh -c python -S): p50 {statistics.median(bare):.1f} ms, "
+          f"p95 {statistics.quantiles(bare, n=20)[-1]:.1f} ms; two per call")  # fmt: skip
     return 0
 
 
