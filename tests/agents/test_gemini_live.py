@@ -241,6 +241,20 @@ def test_gemini_compression_records_a_boundary_and_gives_the_table(tmp_path: Pat
         rows = db.execute("SELECT text, json_extract(data, '$.trigger') FROM events "
                           "WHERE kind = 'compaction'").fetchall()  # fmt: skip
     assert rows == [(SUMMARY, "auto")]
+    # Its chat file: into the hooked session, nothing more; into a store of its own (the texts
+    # in it are the ones the hooks gave), the compaction from the file's record of it, in place.
+    [chat] = chat_files(Path(environ["HOME"]))
+    assert ctxview(proj, environ, "import", str(chat)).returncode == 0
+    other = tmp_path / "other.db"
+    assert ctxview(proj, environ, "import", "--store", str(other), str(chat)).returncode == 0
+    for db_path, want in ((store, [(SUMMARY, "auto")]), (other, [(SUMMARY, None)])):
+        with sqlite3.connect(db_path) as db:
+            got = db.execute("SELECT text, json_extract(data, '$.trigger') FROM events "
+                             "WHERE kind = 'compaction'").fetchall()  # fmt: skip
+            kinds = [r[0] for r in db.execute("SELECT kind FROM events WHERE kind IN "
+                                              "('result', 'compaction') ORDER BY seq")]  # fmt: skip
+        assert got == want, db_path
+        assert kinds == ["result", "result", "compaction", "result"], (db_path, kinds)
 
 
 def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:

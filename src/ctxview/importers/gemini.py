@@ -2,7 +2,10 @@
 document of `~/.gemini/tmp/<project hash>/chats/session-*.json` (read whole by
 importers/documents.py, which feeds its messages here) and the newer JSONL file (a header line,
 one message per line, `{"$set": ...}` patches; a message is written again when its tool calls
-finish: the last copy wins, each call is replayed once, when it has its result).
+finish: the last copy wins, each call is replayed once, when it has its result). A compression
+is a `$set` of the whole history: a user message holding Gemini's summary answered by its fixed
+`COMPRESSED_ACK`; it is a compaction with that summary (a hooked session's hooks record their
+own, `agents/gemini/compression.py`).
 
 A `gemini` message is the model's turn: its text, its thoughts (summaries), its tokens (`cached`
 is inside `input`, normalised to Claude's additive counting) and its tool calls, whose results
@@ -22,6 +25,7 @@ names a ref the session holds is not stored again (`LiveCalls`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import OrderedDict
@@ -61,6 +65,7 @@ _STATUS = re.compile(r"Showing lines (\d+)-(\d+) of (\d+) total lines")
 _CONTENT = "--- FILE CONTENT (truncated) ---\n"
 _KEEP = 512  # message ids remembered (a message is written again only while its turn runs)
 HOOK_REF = "gm-hook:"  # the call_ref of a result ctxview's Gemini hook stored
+COMPRESSED_ACK = "Got it. Thanks for the additional context!"  # 0.61's chatCompressionService
 
 
 class GeminiParser(SimpleParser):
@@ -70,9 +75,10 @@ class GeminiParser(SimpleParser):
         self._msgs: OrderedDict[str, list[str]] = OrderedDict(state.get("msgs", []))
         self.quiet: dict[str, int] = {}
         self._live = LiveCalls(hub)  # what the hooked session stored itself
+        self._summaries: list[str] = state.get("summaries", [])  # summaries' message ids taken
 
     def state(self) -> dict[str, Any]:
-        return {"msgs": list(self._msgs.items())}
+        return {"msgs": list(self._msgs.items()), "summaries": self._summaries[-_KEEP:]}
 
     async def feed(self, rec: Any, lineno: int) -> None:
         need(rec, dict, "the record")
@@ -80,7 +86,7 @@ class GeminiParser(SimpleParser):
             if "$rewindTo" in rec:
                 await self.hub.main.message("system", f"Rewound to message {rec['$rewindTo']}.",
                                             ts=self.hub.last_ts, data={"subtype": "rewind"})  # fmt: skip
-            else:
+            elif not await self._compressed(rec["$set"]):
                 self.skip("$set")
             return
         if "projectHash" in rec and "type" not in rec:
@@ -124,6 +130,27 @@ class GeminiParser(SimpleParser):
             self._msgs.move_to_end(mid)
             while len(self._msgs) > _KEEP:
                 self._msgs.popitem(last=False)
+
+    async def _compressed(self, patch: Any) -> bool:
+        """A `$set` of the history that Gemini's compression wrote: its summary is a compaction
+        (once: a later `$set` may hold the same summary)."""
+        messages = patch.get("messages") if isinstance(patch, dict) else None
+        if not isinstance(messages, list):
+            return False
+        for msg, answer in itertools.pairwise(messages):
+            if not (isinstance(msg, dict) and isinstance(answer, dict) and msg.get("type") == "user"
+                    and answer.get("type") == "gemini"
+                    and _text(answer.get("content")) == COMPRESSED_ACK):  # fmt: skip
+                continue
+            mid = id_text(msg.get("id")) or ""
+            if mid in self._summaries:
+                continue
+            self._summaries.append(mid)
+            if not self.hub.main.data.get("hooked"):
+                await self.hub.main.compact(_text(msg.get("content")), ts=self.hub.last_ts,
+                                            data={"source": "compression"})  # fmt: skip
+            return True
+        return False
 
     async def _call(self, call: dict[str, Any], fallback: float) -> None:
         if await self._live.stored(_hook_ref(call.get("description")) or call["id"]):

@@ -7,7 +7,7 @@ hook can change nothing (it is installed for "manual" only, which says which kin
 compression was). What says a compression happened is the next request: its messages no longer
 extend the last request's, because Gemini replaced the history with its summary (a user
 message: the session's context, then the `<state_snapshot>`), its fixed answer to it (`ACK`,
-the model message its compression service writes) and what it kept. Both are required: a
+the model message its compression service writes, `importers.gemini.COMPRESSED_ACK`) and what it kept. Both are required: a
 sub-agent's request in the same session, or a rewind, does not extend the last one either. The files-read
 table goes after the summary, in that message, in this request and every later one that still
 holds it (the hook's change is to the request only: Gemini's history, and its chat file, keep
@@ -19,9 +19,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ctxview.importers.gemini import COMPRESSED_ACK
+
 Message = tuple[str, str]  # (role, text)
 SNAPSHOT = "<state_snapshot>"
-ACK = ("model", "Got it. Thanks for the additional context!")  # 0.61's chatCompressionService
+ACK = ("model", COMPRESSED_ACK)
 
 
 def messages_of(request: Any) -> list[Message]:
