@@ -38,9 +38,10 @@ def env(tmp: Path, base_url: str, **extra: str) -> dict[str, str]:
             "GEMINI_CLI_NO_RELAUNCH": "1", **extra}  # fmt: skip
 
 
-def run_gemini(cwd: Path, environ: dict[str, str], prompt: str,
+def run_gemini(cwd: Path, environ: dict[str, str], prompt: str, *args: str,
                timeout: float = 180) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run(["node", str(CLI), "-p", prompt, "--yolo", "-m", "gemini-2.5-flash"],
+    return subprocess.run(["node", str(CLI), *args, "-p", prompt, "--yolo", "-m",
+                           "gemini-2.5-flash"],
                           cwd=cwd, env=environ, capture_output=True, text=True,
                           timeout=timeout, check=False)  # fmt: skip
 

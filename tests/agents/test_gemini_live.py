@@ -159,6 +159,41 @@ def test_import_and_follow_of_a_hooked_session_store_it_once(tmp_path: Path) -> 
     assert calls == len(hooked)
 
 
+def test_an_import_between_two_hooked_runs_is_kept(tmp_path: Path) -> None:
+    """Imported after a first run, then resumed hooked (the engine still up), then imported
+    again: the engine's writes leave the import's state alone, so nothing comes in twice."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    f = str(proj / "notes.txt")
+    try:
+        with Scripted([Call("read_file", {"file_path": f}), Say("one.")]) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            assert run_gemini(proj, environ, "first").returncode == 0
+        [chat] = chat_files(Path(environ["HOME"]))
+        assert ctxview(proj, environ, "import", str(chat)).returncode == 0
+        with Scripted([Call("run_shell_command", {"command": "seq 1 3"}), Say("two.")]) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "second", "--resume", "latest")
+            assert done.returncode == 0, done.stderr
+    finally:
+        stop(store)
+    assert chat_files(Path(environ["HOME"])) == [chat]
+    assert ctxview(proj, environ, "import", str(chat)).returncode == 0
+    with sqlite3.connect(store) as db:
+        prompts = [r[0] for r in db.execute(
+            "SELECT text FROM events WHERE kind = 'message' AND role = 'user' "
+            "AND text IN ('first', 'second') ORDER BY seq")]  # fmt: skip
+        said = [r[0] for r in db.execute(
+            "SELECT text FROM events WHERE kind = 'message' AND role = 'assistant' "
+            "AND text != '' ORDER BY seq")]  # fmt: skip
+        results = db.execute("SELECT count(*) FROM events WHERE kind = 'result'").fetchone()[0]
+    assert prompts == ["first", "second"]
+    assert said == ["one.", "two."]
+    assert results == 2
+
+
 def test_recall_answers_from_this_session(tmp_path: Path) -> None:
     """The model recalls the id of a capped command's output (ctxview's MCP tool `recall`, which
     the AfterTool hook answers from the session `gm-<id>`): the request after it has the whole

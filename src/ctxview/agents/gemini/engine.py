@@ -18,6 +18,11 @@ The tool result is sorted as the importer sorts a chat file's (`importers.gemini
 a search, an edit with its old and new content, a command, anything else) and replayed through
 the same `Replay`, so a hooked call and an imported one get the same rules.
 
+A step holds the session's lock (`live.session_lock`, which an import waits for) and first
+takes in what another writer stored (an import of the chat file, with a call no hook took:
+`Session.catch_up`), so ids are never given twice; it writes back only its own keys of the
+session's data, never an import's state.
+
 A compression (`/compress`, or Gemini's own past its threshold) is seen by `BeforeModel` after
 a `PreCompress` (`compression.py`): the boundary is recorded with Gemini's summary, the dedupe
 table is emptied, and the files-read table goes after the summary in every request that holds
@@ -26,18 +31,21 @@ it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from ctxview.agents import live
 from ctxview.agents.gemini import compression
 from ctxview.engine.session import Session
 from ctxview.importers.agent_tools import put_result
 from ctxview.importers.formats import GEMINI
 from ctxview.importers.gemini import HOOK_REF, _how
 from ctxview.importers.replay import Replay
+from ctxview.store.probe import Probe
 from ctxview.store.writer import Writer
 
 PREFIX = "gm-"
@@ -45,6 +53,8 @@ SHOW_TOOL = "mcp_ctxview_show"  # the MCP server `ctxview` of show_server.py, it
 RECALL_TOOL = "mcp_ctxview_recall"  # its tool `recall`, answered here
 RECALL_ARGS = ("id", "offset", "limit")
 COMPRESSED = "compressed"  # the session data's key: the summary's message and its table
+OWN_KEYS = ("hooked", "host", "replay", COMPRESSED)  # the session data this engine writes
+LOCK_WAIT = 1.5  # seconds for the session's lock: under the hook client's 2 s
 
 
 class GeminiEngine:
@@ -56,27 +66,43 @@ class GeminiEngine:
         self.replays: dict[str, Replay] = {}
         self.sent: dict[str, list[compression.Message]] = {}  # session -> last request's
         self.manual: set[str] = set()  # sessions whose /compress ran since their last request
+        self.probe: Probe | None = None
+        self.seen_seq: dict[str, int] = {}  # session -> its newest event seq after this engine
+        self.locks: dict[str, asyncio.Lock] = {}
 
     async def close(self) -> None:
         if self.writer is not None:
             await self.writer.close()
             self.writer = None
+        if self.probe is not None:
+            self.probe.close()
+            self.probe = None
 
     async def respond(self, payload: dict[str, Any]) -> dict[str, Any] | None:
         event = payload.get("hook_event_name")
         sid = payload.get("session_id")
         if not isinstance(sid, str) or not sid:
             raise ValueError("the Gemini CLI hook input has no session_id")
-        if event == "AfterTool":
-            return await self._after_tool(sid, payload)
+        if event in ("AfterTool", "BeforeModel"):
+            key = PREFIX + sid
+            async with self.locks.setdefault(key, asyncio.Lock()), live.session_lock(
+                    self.store, key, timeout=LOCK_WAIT):  # fmt: skip
+                try:
+                    if event == "AfterTool":
+                        return await self._after_tool(sid, payload)
+                    return await self._before_model(sid, payload)
+                except BaseException:
+                    self.replays.pop(key, None)  # read from the store again next time
+                    raise
+                finally:
+                    if self.probe is not None:
+                        self.seen_seq[key] = self.probe.last_seq(key)
         if event == "PreCompress":
             # Installed for "manual" only (0.61 fires "auto" before every turn, compressing or
             # not): BeforeModel sees either; this says which one it was.
             if payload.get("trigger") == "manual":
                 self.manual.add(sid)
             return None
-        if event == "BeforeModel":
-            return await self._before_model(sid, payload)
         return None
 
     async def _after_tool(self, sid: str, payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -133,11 +159,17 @@ class GeminiEngine:
 
     async def _replay(self, sid: str, payload: dict[str, Any]) -> Replay:
         key = PREFIX + sid
-        found = self.replays.get(key)
-        if found is not None:
-            return found
         if self.writer is None:
             self.writer = await Writer.open(self.store)
+        if self.probe is None:
+            self.probe = Probe.read_write(self.store, timeout=LOCK_WAIT)
+        probe = self.probe
+        found = self.replays.get(key)
+        if found is not None:
+            seen = self.seen_seq.get(key, 0)
+            if probe.last_seq(key) != seen:  # another writer stored since this engine did
+                found.session.catch_up(probe.results_after(key, seen), probe.next_rid(key))
+            return found
         writer = self.writer
         cwd = str(payload.get("cwd") or "/")
         info = await writer.session_info(key)
@@ -155,9 +187,12 @@ class GeminiEngine:
         return replay
 
     async def _save(self, replay: Replay) -> None:
+        """The engine's keys of the session's data, over what is stored (an import's state)."""
         assert self.writer is not None
-        await self.writer.update_session(replay.id,
-                                         data=json.dumps(replay.data, ensure_ascii=False))  # fmt: skip
+        info = await self.writer.session_info(replay.id)
+        data = json.loads(info["data"] or "{}") if info is not None else {}
+        data.update({k: replay.data[k] for k in OWN_KEYS if k in replay.data})
+        await self.writer.update_session(replay.id, data=json.dumps(data, ensure_ascii=False))
 
 
 def _content_text(content: Any) -> str:
