@@ -213,6 +213,9 @@ def test_recall_answers_from_this_session(tmp_path: Path) -> None:
     finally:
         stop(store)
     assert [t for t, _ in answers] == ["run_shell_command", "mcp_ctxview_recall"], answers
+    # What the model is told: ctxview's MCP server's instructions, in the session's context.
+    told = json.dumps(s.turns()[0])
+    assert "mcp_ctxview_recall(id, offset?, limit?)" in told, told[-3000:]
     capped, recalled = (_unwrap(t) for _, t in answers)
     assert capped.startswith("[#1000]\n") and "elided" in capped and "\n450\n" not in capped
     head, _, body = recalled.partition("\n")

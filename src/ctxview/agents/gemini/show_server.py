@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from mcp.server import MCPServer
 
-server = MCPServer("ctxview")
+from ctxview.prompts import Active, context_block
+from ctxview.prompts.claims import GEMINI
+
+# Gemini CLI puts an MCP server's instructions in the session's context (the first message's
+# <project_context>, in a trusted folder): what the model is told (spec §9) of ids and recall.
+server = MCPServer("ctxview", instructions=context_block(active=Active(host=GEMINI)))
 
 
 @server.tool()
