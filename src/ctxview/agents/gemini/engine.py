@@ -23,10 +23,10 @@ takes in what another writer stored (an import of the chat file, with a call no 
 `Session.catch_up`), so ids are never given twice; it writes back only its own keys of the
 session's data, never an import's state.
 
-A compression (`/compress`, or Gemini's own past its threshold) is seen by `BeforeModel` after
-a `PreCompress` (`compression.py`): the boundary is recorded with Gemini's summary, the dedupe
-table is emptied, and the files-read table goes after the summary in every request that holds
-it.
+A compression (`/compress`, or Gemini's own past its threshold) is seen by `BeforeModel` in the
+request after it (`compression.py`; a `PreCompress` "manual" before says it was `/compress`):
+the boundary is recorded with Gemini's summary, the dedupe table is emptied, and the files-read
+table goes after the summary in every request that holds it.
 """
 
 from __future__ import annotations
