@@ -1,7 +1,8 @@
 """A scripted Gemini API (generateContent / streamGenerateContent) on loopback, for driving the
 real Gemini CLI in tests (`GOOGLE_GEMINI_BASE_URL` points the CLI here, any `GEMINI_API_KEY`).
 
-Every POST is recorded (its path and JSON body). A request that offers tools (the agent's turn)
+Every POST is recorded (its path and JSON body, when it came and when its answer was out). A
+request that offers tools (the agent's turn)
 is answered with the script's next step: a function call the model "makes", or a final text; a
 request past the script's end gets "done.", so the CLI always finishes. A request without tools
 (the CLI's own side calls: history compression, a classifier, a next-speaker check) gets a short
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,20 +26,25 @@ SUMMARY = "<state_snapshot><overall_goal>the scripted task</overall_goal></state
 class Call:
     name: str
     args: dict[str, Any]
+    prompt_tokens: int = 100  # the usage reported with it (Gemini compresses on the last one)
 
 
 @dataclass
 class Say:
     text: str
+    prompt_tokens: int = 100
+    more: bool = False  # the next-speaker check after it says "model": Gemini goes on itself
 
 
 @dataclass
 class Scripted:
     steps: list[Call | Say]
-    requests: list[Request] = field(default_factory=list)  # every request: {"path", "body"}
+    # every request: {"path", "body", "at", "done"} (perf_counter seconds)
+    requests: list[Request] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _step: int = 0
+    _more: bool = False
 
     @property
     def port(self) -> int:
@@ -65,8 +72,9 @@ class Scripted:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                record = {"path": self.path, "body": body, "at": time.perf_counter()}
                 with scripted._lock:
-                    scripted.requests.append({"path": self.path, "body": body})
+                    scripted.requests.append(record)
                     reply = scripted._reply(self.path, body)
                 if ":countTokens" in self.path:
                     self._json({"totalTokens": len(json.dumps(body)) // 4})
@@ -78,6 +86,7 @@ class Scripted:
                     self.wfile.flush()
                 else:
                     self._json(reply)
+                record["done"] = time.perf_counter()
 
             def _json(self, obj: Any) -> None:
                 data = json.dumps(obj).encode()
@@ -98,26 +107,29 @@ class Scripted:
 
     def _reply(self, path: str, body: Request) -> dict[str, Any]:
         if not body.get("tools"):
-            text = json.dumps(body)
-            if "state_snapshot" in text:
-                return _answer([{"text": SUMMARY}])
+            # JSON first: a check after a compression has the summary in its history.
             if body.get("generationConfig", {}).get("responseMimeType") == "application/json":
+                speaker, self._more = ("model" if self._more else "user"), False
                 return _answer([{"text": '{"reasoning": "scripted", "model_choice": "flash", '
-                                         '"next_speaker": "user"}'}])  # fmt: skip
+                                         f'"next_speaker": "{speaker}"}}'}])  # fmt: skip
+            if "state_snapshot" in json.dumps(body):
+                return _answer([{"text": SUMMARY}])
             return _answer([{"text": "ok"}])
         step = self.steps[self._step] if self._step < len(self.steps) else Say("done.")
         self._step += 1
         if isinstance(step, Call):
-            return _answer([{"functionCall": {"name": step.name, "args": step.args}}])
-        return _answer([{"text": step.text}])
+            return _answer([{"functionCall": {"name": step.name, "args": step.args}}],
+                           step.prompt_tokens)  # fmt: skip
+        self._more = step.more
+        return _answer([{"text": step.text}], step.prompt_tokens)
 
 
-def _answer(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def _answer(parts: list[dict[str, Any]], prompt_tokens: int = 100) -> dict[str, Any]:
     return {
         "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
                         "index": 0}],
-        "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10,
-                          "totalTokenCount": 110},
+        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": 10,
+                          "totalTokenCount": prompt_tokens + 10},
         "modelVersion": "gemini-2.5-flash",
     }  # fmt: skip
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -37,9 +38,10 @@ def env(tmp: Path, base_url: str, **extra: str) -> dict[str, str]:
             "GEMINI_CLI_NO_RELAUNCH": "1", **extra}  # fmt: skip
 
 
-def run_gemini(cwd: Path, environ: dict[str, str], prompt: str,
+def run_gemini(cwd: Path, environ: dict[str, str], prompt: str, *args: str,
                timeout: float = 180) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run(["node", str(CLI), "-p", prompt, "--yolo", "-m", "gemini-2.5-flash"],
+    return subprocess.run(["node", str(CLI), *args, "-p", prompt, "--yolo", "-m",
+                           "gemini-2.5-flash"],
                           cwd=cwd, env=environ, capture_output=True, text=True,
                           timeout=timeout, check=False)  # fmt: skip
 
@@ -47,3 +49,25 @@ def run_gemini(cwd: Path, environ: dict[str, str], prompt: str,
 def ctxview(cwd: Path, environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CTXVIEW, *args], cwd=cwd, env=environ, capture_output=True,
                           text=True, timeout=60, check=False)  # fmt: skip
+
+
+def chat_files(home: Path) -> list[Path]:
+    """Gemini's own chat files under HOME (`~/.gemini/tmp/<project>/chats/`)."""
+    return sorted((home / ".gemini" / "tmp").glob("*/chats/session-*.json*"))
+
+
+def follow_once(cwd: Path, environ: dict[str, str], path: Path) -> str:
+    """`ctxview follow --no-view PATH` until it has imported a batch of the file, then ^C: its
+    stderr."""
+    proc = subprocess.Popen([CTXVIEW, "follow", "--no-view", str(path)], cwd=cwd, env=environ,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stderr is not None
+    lines: list[str] = []
+    for line in proc.stderr:  # one line per batch: the first one is the whole file so far
+        lines.append(line)
+        if "→ gm-" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0, "".join(lines)
+    return "".join(lines)

@@ -4,6 +4,7 @@ call), then with the hook failing (Gemini's own output, a recorded failure)."""
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -12,8 +13,15 @@ import pytest
 
 from ctxview.agents import failures
 from ctxview.agents.hook_client import stop
-from tests.agents.fake_gemini import Call, Say, Scripted, function_responses, response_text
-from tests.agents.gemini_helpers import CLI, ctxview, env, run_gemini
+from tests.agents.fake_gemini import (
+    SUMMARY,
+    Call,
+    Say,
+    Scripted,
+    function_responses,
+    response_text,
+)
+from tests.agents.gemini_helpers import CLI, chat_files, ctxview, env, follow_once, run_gemini
 
 pytestmark = pytest.mark.skipif(not CLI.exists(), reason="npm ci --prefix tests/agents/gemini")
 LINES = [f"line {i}" for i in range(1, 41)]
@@ -105,6 +113,188 @@ def test_hooked_session_gets_the_rules(tmp_path: Path) -> None:
         assert got == want, (got[-300:], want[-300:])
 
 
+def _results(store: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(store) as db:
+        return db.execute(
+            "SELECT e.session, e.call_ref, b.shown FROM events e JOIN bodies b ON b.rid = e.rid "
+            "AND b.session = e.session WHERE e.kind = 'result' ORDER BY e.session, e.seq"
+        ).fetchall()
+
+
+def test_import_and_follow_of_a_hooked_session_store_it_once(tmp_path: Path) -> None:
+    """The chat file of a session the hooks stored, followed then imported: the same session
+    `gm-<id>`, gaining its messages, each call once with the text the model got."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    f = str(proj / "notes.txt")
+    steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
+                               Call("read_file", {"file_path": f}),
+                               Call("run_shell_command", {"command": "seq 1 3"}), Say("fin.")]  # fmt: skip
+    try:
+        with Scripted(steps) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "read notes.txt twice")
+        assert done.returncode == 0, done.stderr
+        answers = [_unwrap(t) for _, t in _answers(s)]
+    finally:
+        stop(store)
+    hooked = _results(store)
+    assert [r[2] for r in hooked] == answers, (hooked, answers)
+    [chat] = chat_files(Path(environ["HOME"]))
+    said = follow_once(proj, environ, chat)
+    [sid] = {r[0] for r in hooked}
+    assert f"→ {sid}" in said, said
+    imported = ctxview(proj, environ, "import", str(chat))
+    assert imported.returncode == 0, imported.stderr
+    with sqlite3.connect(store) as db:
+        sessions = [r[0] for r in db.execute("SELECT id FROM sessions")]
+        prompts = [r[0] for r in db.execute(
+            "SELECT text FROM events WHERE kind = 'message' AND role = 'user'")]  # fmt: skip
+        calls = db.execute("SELECT count(*) FROM events WHERE kind = 'call'").fetchone()[0]
+    assert sessions == [sid]
+    assert "read notes.txt twice" in prompts  # the follow did add the chat file's messages
+    assert _results(store) == hooked  # no call a second time, each text as the model got it
+    assert calls == len(hooked)
+
+
+def test_an_import_between_two_hooked_runs_is_kept(tmp_path: Path) -> None:
+    """Imported after a first run, then resumed hooked (the engine still up), then imported
+    again: the engine's writes leave the import's state alone, so nothing comes in twice."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    f = str(proj / "notes.txt")
+    try:
+        with Scripted([Call("read_file", {"file_path": f}), Say("one.")]) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            assert run_gemini(proj, environ, "first").returncode == 0
+        [chat] = chat_files(Path(environ["HOME"]))
+        assert ctxview(proj, environ, "import", str(chat)).returncode == 0
+        with Scripted([Call("run_shell_command", {"command": "seq 1 3"}), Say("two.")]) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "second", "--resume", "latest")
+            assert done.returncode == 0, done.stderr
+    finally:
+        stop(store)
+    assert chat_files(Path(environ["HOME"])) == [chat]
+    assert ctxview(proj, environ, "import", str(chat)).returncode == 0
+    with sqlite3.connect(store) as db:
+        prompts = [r[0] for r in db.execute(
+            "SELECT text FROM events WHERE kind = 'message' AND role = 'user' "
+            "AND text IN ('first', 'second') ORDER BY seq")]  # fmt: skip
+        said = [r[0] for r in db.execute(
+            "SELECT text FROM events WHERE kind = 'message' AND role = 'assistant' "
+            "AND text != '' ORDER BY seq")]  # fmt: skip
+        results = db.execute("SELECT count(*) FROM events WHERE kind = 'result'").fetchone()[0]
+    assert prompts == ["first", "second"]
+    assert said == ["one.", "two."]
+    assert results == 2
+
+
+def test_recall_answers_from_this_session(tmp_path: Path) -> None:
+    """The model recalls the id of a capped command's output (ctxview's MCP tool `recall`, which
+    the AfterTool hook answers from the session `gm-<id>`): the request after it has the whole
+    stored output, and the store holds the recall as a result of that session."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    steps: list[Call | Say] = [Call("run_shell_command", {"command": "seq 1 600"}),
+                               Call("mcp_ctxview_recall", {"id": "#1000"}), Say("fin.")]  # fmt: skip
+    try:
+        with Scripted(steps) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "count to 600")
+        assert done.returncode == 0, done.stderr
+        answers = _answers(s)
+    finally:
+        stop(store)
+    assert [t for t, _ in answers] == ["run_shell_command", "mcp_ctxview_recall"], answers
+    # What the model is told: ctxview's MCP server's instructions, in the session's context.
+    told = json.dumps(s.turns()[0])
+    assert "mcp_ctxview_recall(id, offset?, limit?)" in told, told[-3000:]
+    capped, recalled = (_unwrap(t) for _, t in answers)
+    assert capped.startswith("[#1000]\n") and "elided" in capped and "\n450\n" not in capped
+    head, _, body = recalled.partition("\n")
+    assert head == "[#1001 recall #1000 lines 1-{0} of {0}]".format(body.count("\n") + 1), head
+    with sqlite3.connect(store) as db:
+        full = db.execute("SELECT stored FROM bodies WHERE rid = 4096").fetchone()[0]
+        rows = db.execute("SELECT session, rkind, points_to FROM events WHERE rid = 4097"
+                          ).fetchall()  # fmt: skip
+    assert body == full, (body[-300:], full[-300:])  # the whole output, as stored
+    assert [int(n) for n in re.findall(r"^(?:Output: )?(\d+)$", full, re.M)] == list(range(1, 601))
+    [(sid, rkind, points_to)] = rows
+    assert sid.startswith("gm-") and rkind == "recall" and points_to == 4096
+
+
+def _texts(body: dict[str, object]) -> list[str]:
+    """The text parts of a request, in order."""
+    contents = body.get("contents")
+    assert isinstance(contents, list)
+    return [p["text"] for c in contents for p in c.get("parts", []) if "text" in p]
+
+
+def test_gemini_compression_records_a_boundary_and_gives_the_table(tmp_path: Path) -> None:
+    """Gemini's own compression, headless: a turn reports a prompt past half the model's window,
+    and Gemini (its next-speaker check on, answered "model") goes on by itself, compressing
+    first. The request after holds the files-read table right after Gemini's summary, a re-read
+    after it is full text, and the store holds the boundary with Gemini's summary."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    settings = Path(environ["HOME"]) / ".gemini" / "settings.json"
+    user = json.loads(settings.read_text())
+    settings.write_text(json.dumps({**user, "model": {"skipNextSpeakerCheck": False}}))
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    f = str(proj / "notes.txt")
+    steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
+                               Call("read_file", {"file_path": f}),
+                               Say("pause.", prompt_tokens=900_000, more=True),
+                               Call("read_file", {"file_path": f}), Say("fin.")]  # fmt: skip
+    try:
+        with Scripted(steps) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "read notes.txt")
+        assert done.returncode == 0, done.stderr
+    finally:
+        stop(store)
+    assert any("Generate a new <state_snapshot>" in json.dumps(r["body"]) for r in s.requests)
+    turns = s.turns()
+    after = next(t for t in turns if "Please continue." in _texts(t))  # Gemini's own next turn
+    said = "\n".join(_texts(after))
+    head, _, table = said.partition(f"{SUMMARY}\n\n")
+    assert head.endswith("</session_context>") and table.startswith(
+        "## Files read before this summary\n"), said[-1500:]  # fmt: skip
+    assert re.search(r"\| \S*notes\.txt \| 1-40 of 40 \| [0-9a-f]{8} \| #1000 \|", table), table
+    last = turns[-1]
+    assert f"{SUMMARY}\n\n## Files read before this summary\n" in "\n".join(_texts(last))
+    reread = _unwrap(response_text(function_responses(last)[-1]))
+    assert re.match(r"\[#1002 \S*notes\.txt lines 1-40 of 40 sha \w+\]\n1: line 1\n", reread), (
+        reread
+    )
+    with sqlite3.connect(store) as db:
+        rows = db.execute("SELECT text, json_extract(data, '$.trigger') FROM events "
+                          "WHERE kind = 'compaction'").fetchall()  # fmt: skip
+    assert rows == [(SUMMARY, "auto")]
+    # Its chat file: into the hooked session, nothing more; into a store of its own (the texts
+    # in it are the ones the hooks gave), the compaction from the file's record of it, in place.
+    [chat] = chat_files(Path(environ["HOME"]))
+    assert ctxview(proj, environ, "import", str(chat)).returncode == 0
+    other = tmp_path / "other.db"
+    assert ctxview(proj, environ, "import", "--store", str(other), str(chat)).returncode == 0
+    for db_path, want in ((store, [(SUMMARY, "auto")]), (other, [(SUMMARY, None)])):
+        with sqlite3.connect(db_path) as db:
+            got = db.execute("SELECT text, json_extract(data, '$.trigger') FROM events "
+                             "WHERE kind = 'compaction'").fetchall()  # fmt: skip
+            kinds = [r[0] for r in db.execute("SELECT kind FROM events WHERE kind IN "
+                                              "('result', 'compaction') ORDER BY seq")]  # fmt: skip
+        assert got == want, db_path
+        assert kinds == ["result", "result", "compaction", "result"], (db_path, kinds)
+
+
 def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:
     """CTXVIEW_HOOK_FAIL in Gemini's environment: every hook fails; the model gets Gemini's
     own outputs and each failure is recorded for `ctxview doctor`."""
@@ -115,7 +305,8 @@ def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:
     f = str(proj / "notes.txt")
     try:
         with Scripted([Call("read_file", {"file_path": f}),
-                       Call("run_shell_command", {"command": "echo hi"}), Say("ok.")]) as s:  # fmt: skip
+                       Call("run_shell_command", {"command": "echo hi"}),
+                       Call("mcp_ctxview_recall", {"id": "#1000"}), Say("ok.")]) as s:  # fmt: skip
             environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
             done = run_gemini(proj, environ, "read notes.txt")
     finally:
@@ -124,6 +315,7 @@ def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:
     answers = _answers(s)
     assert answers[0] == ("read_file", "\n".join(LINES) + "\n")
     assert "hi" in answers[1][1] and "[#" not in answers[1][1]
+    assert "ctxview's hook did not answer, so #1000 could not be recalled" in answers[2][1]
     recorded = failures.read(store)
     assert len([r for r in recorded if "CTXVIEW_HOOK_FAIL" in str(r)]) >= 2, recorded
 

@@ -2,7 +2,10 @@
 document of `~/.gemini/tmp/<project hash>/chats/session-*.json` (read whole by
 importers/documents.py, which feeds its messages here) and the newer JSONL file (a header line,
 one message per line, `{"$set": ...}` patches; a message is written again when its tool calls
-finish: the last copy wins, each call is replayed once, when it has its result).
+finish: the last copy wins, each call is replayed once, when it has its result). A compression
+is a `$set` of the whole history: a user message holding Gemini's summary answered by its fixed
+`COMPRESSED_ACK`; it is a compaction with that summary (a hooked session's hooks record their
+own, `agents/gemini/compression.py`).
 
 A `gemini` message is the model's turn: its text, its thoughts (summaries), its tokens (`cached`
 is inside `input`, normalised to Claude's additive counting) and its tool calls, whose results
@@ -13,10 +16,16 @@ Tools: `read_file {file_path|absolute_path, offset (0-based), limit}` is a read 
 saved file is not lines); `grep_search`/`search_file_content`, `glob`, `list_directory` are
 grep, glob and list; `replace`/`write_file`/`edit` with the old and new content in
 `resultDisplay` are edits (the diff); `run_shell_command` is bash; the rest is capped.
+
+A session ctxview's hooks wrote (`agents/gemini/engine.py`) already holds its calls: the hook
+gave each result back as a tail call of ctxview's `show` with the stored call's ref in its args,
+and Gemini writes the tail call's args as the record's `description`; a call whose description
+names a ref the session holds is not stored again (`LiveCalls`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import OrderedDict
@@ -42,6 +51,7 @@ from ctxview.importers.common import (
     need,
     when,
 )
+from ctxview.importers.hub import LiveCalls
 
 if TYPE_CHECKING:
     from ctxview.importers.hub import Hub
@@ -54,6 +64,8 @@ _NOTICES = ("info", "error", "warning")
 _STATUS = re.compile(r"Showing lines (\d+)-(\d+) of (\d+) total lines")
 _CONTENT = "--- FILE CONTENT (truncated) ---\n"
 _KEEP = 512  # message ids remembered (a message is written again only while its turn runs)
+HOOK_REF = "gm-hook:"  # the call_ref of a result ctxview's Gemini hook stored
+COMPRESSED_ACK = "Got it. Thanks for the additional context!"  # 0.61's chatCompressionService
 
 
 class GeminiParser(SimpleParser):
@@ -62,9 +74,11 @@ class GeminiParser(SimpleParser):
         # message id -> the call ids of it already replayed (None: its text is stored)
         self._msgs: OrderedDict[str, list[str]] = OrderedDict(state.get("msgs", []))
         self.quiet: dict[str, int] = {}
+        self._live = LiveCalls(hub)  # what the hooked session stored itself
+        self._summaries: list[str] = state.get("summaries", [])  # summaries' message ids taken
 
     def state(self) -> dict[str, Any]:
-        return {"msgs": list(self._msgs.items())}
+        return {"msgs": list(self._msgs.items()), "summaries": self._summaries[-_KEEP:]}
 
     async def feed(self, rec: Any, lineno: int) -> None:
         need(rec, dict, "the record")
@@ -72,7 +86,7 @@ class GeminiParser(SimpleParser):
             if "$rewindTo" in rec:
                 await self.hub.main.message("system", f"Rewound to message {rec['$rewindTo']}.",
                                             ts=self.hub.last_ts, data={"subtype": "rewind"})  # fmt: skip
-            else:
+            elif not await self._compressed(rec["$set"]):
                 self.skip("$set")
             return
         if "projectHash" in rec and "type" not in rec:
@@ -117,7 +131,30 @@ class GeminiParser(SimpleParser):
             while len(self._msgs) > _KEEP:
                 self._msgs.popitem(last=False)
 
+    async def _compressed(self, patch: Any) -> bool:
+        """A `$set` of the history that Gemini's compression wrote: its summary is a compaction
+        (once: a later `$set` may hold the same summary)."""
+        messages = patch.get("messages") if isinstance(patch, dict) else None
+        if not isinstance(messages, list):
+            return False
+        for msg, answer in itertools.pairwise(messages):
+            if not (isinstance(msg, dict) and isinstance(answer, dict) and msg.get("type") == "user"
+                    and answer.get("type") == "gemini"
+                    and _text(answer.get("content")) == COMPRESSED_ACK):  # fmt: skip
+                continue
+            mid = id_text(msg.get("id")) or ""
+            if mid in self._summaries:
+                continue
+            self._summaries.append(mid)
+            if not self.hub.main.data.get("hooked"):
+                await self.hub.main.compact(_text(msg.get("content")), ts=self.hub.last_ts,
+                                            data={"source": "compression"})  # fmt: skip
+            return True
+        return False
+
     async def _call(self, call: dict[str, Any], fallback: float) -> None:
+        if await self._live.stored(_hook_ref(call.get("description")) or call["id"]):
+            return
         name = str(call.get("name") or "tool")
         args = call.get("args")
         args = args if isinstance(args, dict) else {"args": args}
@@ -126,6 +163,19 @@ class GeminiParser(SimpleParser):
         how = _how(name, args, text, call.get("resultDisplay"), call.get("status") == "success")
         await put_result(self.hub.main, how, args, text, call_ref=call["id"], seen=len(text),
                          ts=ts)  # fmt: skip
+
+
+def _hook_ref(description: Any) -> str | None:
+    """The ref of the call ctxview's hook stored, in the args of its tail call (the JSON Gemini
+    writes as the description of an MCP call)."""
+    if not isinstance(description, str) or HOOK_REF not in description:
+        return None
+    try:
+        args = json.loads(description)
+    except ValueError:
+        return None
+    ref = args.get("ref") if isinstance(args, dict) else None
+    return ref if isinstance(ref, str) and ref.startswith(HOOK_REF) else None
 
 
 def _text(content: Any) -> str:

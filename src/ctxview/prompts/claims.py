@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ctxview.rules.config import Config
 
 ENGINE, MCP, CLAUDE, RECALL = "engine", "mcp", "claude-code", "recall"
+GEMINI = "gemini"  # Gemini CLI's hooks: its own tools shaped, recall as ctxview's MCP tool
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ def claims(config: Config | None = None, active: Active | None = None) -> list[C
         return _claude(config, active)
     if active.host == RECALL:
         return _recall_only(config, "recall")
+    if active.host == GEMINI:
+        return _recall_only(config, "mcp_ctxview_recall")
     return _engine(config, active)
 
 

@@ -9,34 +9,52 @@ its result stands in for the original one, under the original call's name and id
 is ctxview's MCP tool `show` (`show_server.py`), which answers with the text it is given: the
 rules' text, which Gemini wraps in `<untrusted_context>` as it does every MCP result.
 
+`recall` is the MCP tool `mcp_ctxview_recall` of the same server, whose own answer only says
+the hook did not answer: Gemini's MCP call names no session, but its AfterTool hook input does,
+so the hook runs the recall in this session (`gm-<session_id>`) and its text comes back through
+the same tail call.
+
 The tool result is sorted as the importer sorts a chat file's (`importers.gemini._how`: a read,
 a search, an edit with its old and new content, a command, anything else) and replayed through
 the same `Replay`, so a hooked call and an imported one get the same rules.
 
-`PreCompress` (`/compress`, or Gemini's own compression) records the boundary and empties the
-dedupe table; its hook cannot change what the model is sent, so the files-read table goes out
-with the next thing a hook can give: the next prompt (`BeforeAgent`'s `additionalContext`) or
-the next tool result, whichever comes first.
+A step holds the session's lock (`live.session_lock`, which an import waits for) and first
+takes in what another writer stored (an import of the chat file, with a call no hook took:
+`Session.catch_up`), so ids are never given twice; it writes back only its own keys of the
+session's data, never an import's state.
+
+A compression (`/compress`, or Gemini's own past its threshold) is seen by `BeforeModel` in the
+request after it (`compression.py`; a `PreCompress` "manual" before says it was `/compress`):
+the boundary is recorded with Gemini's summary, the dedupe table is emptied, and the files-read
+table goes after the summary in every request that holds it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+from ctxview.agents import live
+from ctxview.agents.gemini import compression
 from ctxview.engine.session import Session
 from ctxview.importers.agent_tools import put_result
 from ctxview.importers.formats import GEMINI
-from ctxview.importers.gemini import _how
+from ctxview.importers.gemini import HOOK_REF, _how
 from ctxview.importers.replay import Replay
+from ctxview.store.probe import Probe
 from ctxview.store.writer import Writer
 
 PREFIX = "gm-"
 SHOW_TOOL = "mcp_ctxview_show"  # the MCP server `ctxview` of show_server.py, its tool `show`
-OWN_TOOLS = "mcp_ctxview_"  # ctxview's own tools: never rewritten
-COMPRESSED = "Gemini CLI compressed the conversation."
+RECALL_TOOL = "mcp_ctxview_recall"  # its tool `recall`, answered here
+RECALL_ARGS = ("id", "offset", "limit")
+COMPRESSED = "compressed"  # the session data's key: the summary's message and its table
+OWN_KEYS = ("hooked", "host", "replay", COMPRESSED)  # the session data this engine writes
+LOCK_WAIT = 1.5  # seconds for the session's lock: under the hook client's 2 s
 
 
 class GeminiEngine:
@@ -46,46 +64,51 @@ class GeminiEngine:
         self.store = Path(store)
         self.writer: Writer | None = None
         self.replays: dict[str, Replay] = {}
-        self.calls: dict[str, int] = {}
-        self.pending: dict[str, str] = {}  # session -> the files-read table not yet given
+        self.sent: dict[str, list[compression.Message]] = {}  # session -> last request's
+        self.manual: set[str] = set()  # sessions whose /compress ran since their last request
+        self.probe: Probe | None = None
+        self.seen_seq: dict[str, int] = {}  # session -> its newest event seq after this engine
+        self.locks: dict[str, asyncio.Lock] = {}
 
     async def close(self) -> None:
         if self.writer is not None:
             await self.writer.close()
             self.writer = None
+        if self.probe is not None:
+            self.probe.close()
+            self.probe = None
 
     async def respond(self, payload: dict[str, Any]) -> dict[str, Any] | None:
         event = payload.get("hook_event_name")
         sid = payload.get("session_id")
         if not isinstance(sid, str) or not sid:
             raise ValueError("the Gemini CLI hook input has no session_id")
-        if event == "AfterTool":
-            return await self._after_tool(sid, payload)
+        if event in ("AfterTool", "BeforeModel"):
+            key = PREFIX + sid
+            async with self.locks.setdefault(key, asyncio.Lock()), live.session_lock(
+                    self.store, key, timeout=LOCK_WAIT):  # fmt: skip
+                try:
+                    if event == "AfterTool":
+                        return await self._after_tool(sid, payload)
+                    return await self._before_model(sid, payload)
+                except BaseException:
+                    self.replays.pop(key, None)  # read from the store again next time
+                    raise
+                finally:
+                    if self.probe is not None:
+                        self.seen_seq[key] = self.probe.last_seq(key)
         if event == "PreCompress":
-            if payload.get("trigger") != "manual":
-                # 0.61 fires "auto" before every turn, whether it then compresses or not.
-                return None
-            replay = await self._replay(sid, payload)
-            text = await replay.session.compact(COMPRESSED, ts=time.time(),
-                                                data={"trigger": "manual"})  # fmt: skip
-            # The model has Gemini's own summary: it is given the table only.
-            table = text.removeprefix(COMPRESSED).strip()
-            if table:
-                self.pending[sid] = table
-            await self._save(replay)
+            # Installed for "manual" only (0.61 fires "auto" before every turn, compressing or
+            # not): BeforeModel sees either; this says which one it was.
+            if payload.get("trigger") == "manual":
+                self.manual.add(sid)
             return None
-        if event == "BeforeAgent":
-            owed = self.pending.pop(sid, None)
-            if owed is None:
-                return None
-            return {"hookSpecificOutput": {"hookEventName": "BeforeAgent",
-                                           "additionalContext": owed}}  # fmt: skip
         return None
 
     async def _after_tool(self, sid: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         name = payload.get("tool_name")
-        if not isinstance(name, str) or name.startswith(OWN_TOOLS):
-            return None
+        if not isinstance(name, str) or name == SHOW_TOOL:
+            return None  # the tail call itself
         args = payload.get("tool_input")
         args = args if isinstance(args, dict) else {}
         response = payload.get("tool_response")
@@ -93,24 +116,60 @@ class GeminiEngine:
         text = _content_text(response.get("llmContent"))
         ok = not response.get("error")
         replay = await self._replay(sid, payload)
-        self.calls[sid] = self.calls.get(sid, 0) + 1
-        how = _how(name, args, text, response.get("returnDisplay"), ok)
-        shown = await put_result(replay, how, args, text, call_ref=f"gh{self.calls[sid]}",
-                                 seen=len(text), ts=time.time())  # fmt: skip
+        # The hook input names no call: the stored call's ref rides in the tail call's args,
+        # which Gemini writes into the chat file's record of the call (its `description`), so
+        # an import of that file knows the call it already holds (importers/gemini.py).
+        ref = f"{HOOK_REF}{uuid.uuid4().hex[:16]}"
+        if name == RECALL_TOOL:
+            shown = await replay.session.run(
+                "recall", {k: args[k] for k in RECALL_ARGS if args.get(k) is not None},
+                call_ref=ref)  # fmt: skip
+        else:
+            how = _how(name, args, text, response.get("returnDisplay"), ok)
+            shown = await put_result(replay, how, args, text, call_ref=ref, seen=len(text),
+                                     ts=time.time())  # fmt: skip
         await self._save(replay)
-        table = self.pending.pop(sid, None)
-        if table is not None:
-            shown = f"{table}\n\n{shown}"
         return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tailToolCallRequest": {
-            "name": SHOW_TOOL, "args": {"text": shown}}}}  # fmt: skip
+            "name": SHOW_TOOL, "args": {"text": shown, "ref": ref}}}}  # fmt: skip
+
+    async def _before_model(self, sid: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        now = compression.messages_of(payload.get("llm_request"))
+        before = self.sent.get(sid)
+        self.sent[sid] = now
+        trigger = "manual" if sid in self.manual else "auto"
+        self.manual.discard(sid)
+        at = None if before is None else compression.replaced_at(before, now)
+        replay = await self._replay(sid, payload)
+        if at is not None:
+            assert before is not None
+            summary = compression.summary_in(before, now, at)
+            text = await replay.session.compact(summary, ts=time.time(),
+                                                data={"trigger": trigger})  # fmt: skip
+            table = text.removeprefix(summary).strip()
+            replay.data[COMPRESSED] = {"message": compression.digest(now[at][1]), "table": table}
+            await self._save(replay)
+        held = replay.data.get(COMPRESSED)
+        if not isinstance(held, dict) or not held.get("table"):
+            return None
+        messages = compression.with_table(now, str(held.get("message")), str(held["table"]))
+        if messages is None:
+            return None
+        return {"hookSpecificOutput": {"hookEventName": "BeforeModel",
+                                       "llm_request": {"messages": messages}}}  # fmt: skip
 
     async def _replay(self, sid: str, payload: dict[str, Any]) -> Replay:
         key = PREFIX + sid
-        found = self.replays.get(key)
-        if found is not None:
-            return found
         if self.writer is None:
             self.writer = await Writer.open(self.store)
+        if self.probe is None:
+            self.probe = Probe.read_write(self.store, timeout=LOCK_WAIT)
+        probe = self.probe
+        found = self.replays.get(key)
+        if found is not None:
+            seen = self.seen_seq.get(key, 0)
+            if probe.last_seq(key) != seen:  # another writer stored since this engine did
+                found.session.catch_up(probe.results_after(key, seen), probe.next_rid(key))
+            return found
         writer = self.writer
         cwd = str(payload.get("cwd") or "/")
         info = await writer.session_info(key)
@@ -128,9 +187,12 @@ class GeminiEngine:
         return replay
 
     async def _save(self, replay: Replay) -> None:
+        """The engine's keys of the session's data, over what is stored (an import's state)."""
         assert self.writer is not None
-        await self.writer.update_session(replay.id,
-                                         data=json.dumps(replay.data, ensure_ascii=False))  # fmt: skip
+        info = await self.writer.session_info(replay.id)
+        data = json.loads(info["data"] or "{}") if info is not None else {}
+        data.update({k: replay.data[k] for k in OWN_KEYS if k in replay.data})
+        await self.writer.update_session(replay.id, data=json.dumps(data, ensure_ascii=False))
 
 
 def _content_text(content: Any) -> str:

@@ -6,10 +6,12 @@ STORE`, which hands the hook input to the store's resident engine over its Unix 
 (`daemon.py`, which passes the `gemini` events to `engine.py`) and prints its answer; any
 failure prints nothing, so Gemini keeps its own output (recorded for `ctxview doctor`).
 
-- `AfterTool`, every tool but ctxview's own: the rules' text, given back as a tail call of the
-  MCP tool `mcp_ctxview_show`.
-- `PreCompress`: the compaction boundary; `BeforeAgent`: the files-read table after one.
-- `mcpServers.ctxview`: `show_server.py`, trusted (its tail calls ask no confirmation).
+- `AfterTool`, every tool but the tail call: the rules' text, given back as a tail call of the
+  MCP tool `mcp_ctxview_show`; for `mcp_ctxview_recall`, the recall of the session's id.
+- `BeforeModel` (and `PreCompress` for /compress, to say which kind): a compression's boundary,
+  and the files-read table after its summary in the requests that hold it (`compression.py`).
+- `mcpServers.ctxview`: `show_server.py` (`show`, `recall`), trusted (its calls ask no
+  confirmation).
 
 `uninstall` puts the person's own bytes back (the sidecar `ctxview-install.json` beside the
 settings file keeps them, as Claude Code's install does), or takes ctxview's entries out of a
@@ -24,14 +26,16 @@ from typing import Any
 
 from ctxview.agents import hook_client
 from ctxview.agents.claude_code.install import Plan, ctxview_python, store_of
-from ctxview.agents.gemini.engine import OWN_TOOLS
+from ctxview.agents.gemini.engine import SHOW_TOOL
 
 SIDECAR = "ctxview-install.json"
 SERVER = "ctxview"
 HOOK_NAME = "ctxview"
-EVENTS = ("AfterTool", "PreCompress", "BeforeAgent")
+EVENTS = ("AfterTool", "PreCompress", "BeforeModel")
 TIMEOUT_MS = 5000  # above the hook client's own 2 s budget
-MATCHER = f"^(?!{OWN_TOOLS})"  # every tool but ctxview's own (the tail call itself)
+# AfterTool: every tool but the tail call itself (a regular expression); PreCompress: /compress
+# only (an exact trigger), not the "auto" one fired before every turn.
+MATCHERS = {"AfterTool": f"^(?!{SHOW_TOOL}$)", "PreCompress": "manual"}
 
 
 def settings_path(scope: str, cwd: Path, home: Path) -> Path:
@@ -52,8 +56,8 @@ def _entry(event: str, store: Path) -> dict[str, Any]:
     group: dict[str, Any] = {"hooks": [{"type": "command", "name": HOOK_NAME,
                                         "command": hook_command(store),
                                         "timeout": TIMEOUT_MS}]}  # fmt: skip
-    if event == "AfterTool":
-        group = {"matcher": MATCHER, **group}
+    if event in MATCHERS:
+        group = {"matcher": MATCHERS[event], **group}
     return group
 
 
