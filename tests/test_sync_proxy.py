@@ -1,0 +1,286 @@
+"""Proxied sessions travel: push to a real PostgreSQL 15 (tests/pg_helpers.py) and pull into a
+fresh store, then `ctxview requests --json` on the replica gives what it gives on the original
+(bodies exactly as forwarded, answers, costs, outcomes); a second push sends only the new
+records, a record changed since is pulled over the old one, and the request records of a
+transcript imported into the same session travel with it."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).parent))
+import pg_helpers
+from pg_helpers import ctx
+
+from ctxview.proxy.rewrite import Rewriter
+from ctxview.proxy.server import Proxy
+from ctxview.rules.config import Config
+
+cluster, url = pg_helpers.cluster, pg_helpers.url
+
+FIXTURE = Path(__file__).parent / "fixtures" / "viewer" / "claude_2_1_328_requests.jsonl"
+CC = "a9519e3f-a931-41dd-beb1-0876d6d8fb11"  # the fixture's Claude Code session
+SMALL = Config({"elide.threshold_chars": 20_000, "elide.min_chars": 300})
+
+
+class Upstream:
+    """A scripted model API: Messages and Chat Completions answered as JSON with usage; a
+    `fail` path answers 500."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+
+    async def handle(self, request: web.Request) -> web.Response:
+        raw = await request.read()
+        self.bodies.append(raw)
+        if request.path.endswith("/count_tokens"):
+            return web.json_response({"input_tokens": 42})
+        if "fail" in request.query:
+            return web.json_response({"type": "error", "error": {"message": "no"}}, status=500)
+        n = len(raw) // 4
+        if request.path.endswith("/chat/completions"):
+            return web.json_response({"id": "c1", "object": "chat.completion", "model": "gpt-4o",
+                                      "choices": [{"index": 0, "finish_reason": "stop",
+                                                   "message": {"role": "assistant",
+                                                               "content": "hi"}}],
+                                      "usage": {"prompt_tokens": n, "completion_tokens": 2}})  # fmt: skip
+        return web.json_response({"id": f"msg_{len(self.bodies)}", "type": "message",
+                                  "role": "assistant", "model": "claude-sonnet-4-5",
+                                  "content": [{"type": "text", "text": "ok"}],
+                                  "stop_reason": "end_turn",
+                                  "usage": {"input_tokens": 10, "output_tokens": 5,
+                                            "cache_read_input_tokens": n // 2,
+                                            "cache_creation_input_tokens": n - n // 2}})  # fmt: skip
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[str]:
+    app = web.Application(client_max_size=64 << 20)
+    app.router.add_route("*", "/{tail:.*}", Upstream().handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    await runner.cleanup()
+
+
+def _conversation(turns: int, size: int = 3000) -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "fix the tests"}]
+    for t in range(turns):
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"toolu_{t}", "name": "Read", "input": {"n": t}}
+                ],
+            }
+        )
+        msgs.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"toolu_{t}",
+                        "content": f"{t} " + "x" * size,
+                    }
+                ],
+            }
+        )
+    return msgs  # fmt: skip
+
+
+def _messages(sid: str, turns: int) -> dict[str, Any]:
+    return {"model": "claude-sonnet-4-5", "max_tokens": 100,
+            "metadata": {"user_id": json.dumps({"session_id": sid})},
+            "system": "You help.", "tools": [{"name": "Read", "input_schema": {}}],
+            "messages": _conversation(turns)}  # fmt: skip
+
+
+async def _through_proxy(store: Path, upstream: str, turns: range, *, extra: bool) -> None:
+    """Requests through the real proxy (`--elide` with a small threshold, so some are elided
+    and their texts stored): a growing Messages session in the imported transcript's session;
+    with `extra`, a token count, an unparsed body, an upstream 500 and a Chat Completions one."""
+    p = Proxy(store, upstream=upstream, rewriter=Rewriter(elide=True, config=SMALL))
+    await p.start()
+    base = f"http://127.0.0.1:{p.port}/{p.secret}"
+    key = {"x-api-key": "sk-ant-SECRET", "content-type": "application/json"}
+    try:
+        async with aiohttp.ClientSession() as s:
+            for t in turns:
+                async with s.post(f"{base}/v1/messages", data=json.dumps(_messages(CC, t)),
+                                  headers=key) as resp:  # fmt: skip
+                    assert resp.status == 200, await resp.text()
+            if extra:
+                for path, body in (("/v1/messages/count_tokens", json.dumps(_messages(CC, 1))),
+                                   ("/v1/messages", "{not json"),
+                                   ("/v1/messages?fail=1", json.dumps(_messages("other", 1))),
+                                   ("/v1/chat/completions", json.dumps({
+                                       "model": "gpt-4o", "messages": [
+                                           {"role": "user", "content": "hello"}]}))):  # fmt: skip
+                    async with s.post(base + path, data=body, headers=key) as resp:
+                        await resp.read()
+        await p.recorder.drain()
+    finally:
+        await p.stop()
+
+
+def _requests(store: Path, sid: str) -> list[dict[str, Any]]:
+    out = ctx("--store", str(store), "requests", sid, "--json")
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def _table(store: Path, sql: str) -> list[Any]:
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+_RECORDS = ("SELECT session, seq, request_id, api_n, protocol, method, path, upstream, started, "
+            "first_byte_ms, total_ms, status, outcome, note, request_headers, response_headers, "
+            "body_bytes, body_sha256, parsed, layout, body_raw, answer, answer_raw, usage "
+            "FROM proxy_records ORDER BY session, seq")  # fmt: skip
+_API = ("SELECT session, n, id, ts, query_source, shape_hash, base, keep, tail, params, "
+        "cache_control, digest, usage FROM api_requests ORDER BY session, n")  # fmt: skip
+
+
+def _same_records(a: Path, c: Path) -> None:
+    """The replica holds the original's request records row for row (`rev` is each store's)."""
+    assert _table(c, _RECORDS) == _table(a, _RECORDS)
+    assert _table(c, _API) == _table(a, _API)
+    assert _table(c, "SELECT session, cost FROM api_costs") == _table(
+        a, "SELECT session, cost FROM api_costs")  # fmt: skip
+    for t in ("api_blobs", "api_shapes"):
+        assert set(_table(c, f"SELECT * FROM {t}")) == set(_table(a, f"SELECT * FROM {t}"))
+
+
+def _sessions(store: Path) -> list[dict[str, Any]]:
+    out = ctx("--store", str(store), "sessions", "--json")
+    assert out.returncode == 0, out.stderr
+    return sorted(json.loads(out.stdout), key=lambda s: s["id"])
+
+
+def _team_revs(url: str) -> dict[str, int]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return {t: int(conn.execute(f"SELECT coalesce(max(rev), 0) FROM ctxview_{t}").fetchone()[0])  # type: ignore[index]
+                for t in ("api_requests", "proxy_records", "api_costs")}  # fmt: skip
+
+
+def _team_past(url: str, revs: dict[str, int]) -> dict[str, int]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return {t: int(conn.execute(f"SELECT count(*) FROM ctxview_{t} WHERE rev > %s",
+                                    (r,)).fetchone()[0])  # type: ignore[index]
+                for t, r in revs.items()}  # fmt: skip
+
+
+@pg_helpers.needs_postgres
+async def test_a_proxied_session_pushed_and_pulled_gives_the_same_requests(
+    tmp_path: Path, url: str, upstream: str
+) -> None:
+    a, c = tmp_path / "a.db", tmp_path / "c.db"
+    # Claude Code's own request records first (the import), then the proxy's, one session.
+    imported = ctx("--store", str(a), "import", str(FIXTURE))
+    assert imported.returncode == 0, imported.stderr
+    await _through_proxy(a, upstream, range(1, 26), extra=True)
+    sids = [r[0] for r in _table(a, "SELECT DISTINCT session FROM proxy_records ORDER BY 1")]
+    # The transcript's, "other", the unparsed body's (no header names its session), a px- one.
+    assert f"cc-{CC}" in sids and "cc-other" in sids and "px-unparsed" in sids and len(sids) == 4
+    before = {sid: _requests(a, sid) for sid in sids}
+    mine = before[f"cc-{CC}"]
+    # Every request of the hooked+proxied session once: the proxy's records, not also the
+    # import's own record of the same session's requests.
+    assert [r["seq"] for r in mine] == sorted({r["seq"] for r in mine})
+    assert len(mine) == 25 + 1  # the Messages ones and a token count
+    assert any(" elided: " in json.dumps(r["body"]) for r in mine if r["body"])
+    assert {r["outcome"] for r in before["cc-other"]} == {"complete"}
+    assert {r["status"] for r in before["cc-other"]} == {500}
+    assert [r["parsed"] for r in before["px-unparsed"]] == [False]
+    assert _table(a, "SELECT count(*) FROM api_requests WHERE n < 4294967296")[0][0] > 0
+
+    pushed = ctx("--store", str(a), "push", "--to", url)
+    assert pushed.returncode == 0, pushed.stderr
+    pulled = ctx("--store", str(c), "pull", "--from", url)
+    assert pulled.returncode == 0, pulled.stderr
+    for sid in sids:
+        assert _requests(c, sid) == before[sid], sid
+    _same_records(a, c)
+    # The elided texts came too: recall on the replica gives them back.
+    rid = next(m.group(1) for r in mine if (m := re.search(r"\[#([0-9a-f]+) elided: ",
+                                                           json.dumps(r["body"]))))  # fmt: skip
+    recalled = ctx("--store", str(c), "recall", f"#{rid}", "--session", f"cc-{CC}")
+    assert recalled.returncode == 0 and recalled.stdout == ctx(
+        "--store", str(a), "recall", f"#{rid}", "--session", f"cc-{CC}").stdout  # fmt: skip
+    # The session list counts alike (a pulled one names its machine).
+    src, got = _sessions(a), _sessions(c)
+    assert [s["id"] for s in got] == [s["id"] for s in src]
+    for s, g in zip(src, got, strict=True):
+        assert g["data"].pop("machine") == "dev-a"
+        assert g == s
+    assert ctx("--store", str(c), "doctor").returncode in (0, 1)
+    # Nothing new: nothing sent, nothing pulled.
+    assert "Pushed 0 rows" in ctx("--store", str(a), "push", "--to", url).stdout
+    assert ctx("--store", str(c), "pull", "--from", url).stdout.startswith("Pulled 0 rows")
+
+    # Incremental: one more request, and only its rows go (an upsert of the others would have
+    # given them a new team rev).
+    revs = _team_revs(url)
+    await _through_proxy(a, upstream, range(26, 27), extra=False)
+    again = ctx("--store", str(a), "push", "--to", url)
+    assert again.returncode == 0, again.stderr
+    assert _team_past(url, revs) == {"api_requests": 1, "proxy_records": 1, "api_costs": 0}
+    assert ctx("--store", str(c), "pull", "--from", url).returncode == 0
+    assert _requests(c, f"cc-{CC}") == _requests(a, f"cc-{CC}")
+    assert len(_requests(c, f"cc-{CC}")) == len(mine) + 1
+
+    # A record changed after it was pushed (an answer's usage that came later): the team's
+    # newer version replaces the replica's, as a pulled event does.
+    from ctxview.store import Writer
+    from ctxview.store.requests import RequestRecords
+
+    rid0 = _table(a, f"SELECT id FROM api_requests WHERE session = 'cc-{CC}' ORDER BY n")[0][0]
+    async with await Writer.open(a) as w:
+        async with w.transaction():
+            await w.write_requests(f"cc-{CC}", RequestRecords(
+                usage=[(rid0, json.dumps({"input_tokens": 1234, "output_tokens": 5}))]))  # fmt: skip
+    revs = _team_revs(url)
+    assert ctx("--store", str(a), "push", "--to", url).returncode == 0
+    assert _team_past(url, revs) == {"api_requests": 1, "proxy_records": 0, "api_costs": 0}
+    assert ctx("--store", str(c), "pull", "--from", url).returncode == 0
+    _same_records(a, c)
+    assert (
+        '"input_tokens": 1234'
+        in _table(c, f"SELECT usage FROM api_requests WHERE id = '{rid0}'")[0][0]
+    )
+
+
+async def test_rename_carries_the_proxy_records(tmp_path: Path, upstream: str) -> None:
+    from ctxview.store import Writer
+
+    a = tmp_path / "a.db"
+    await _through_proxy(a, upstream, range(1, 4), extra=False)
+    sid = f"cc-{CC}"
+    before = _requests(a, sid)
+    async with await Writer.open(a) as w:
+        async with w.transaction():
+            await w.rename_session(sid, "cc-renamed")
+    after = _requests(a, "cc-renamed")
+    assert [{**r, "session": sid} for r in after] == before
+    assert _table(a, f"SELECT count(*) FROM proxy_records WHERE session = '{sid}'") == [(0,)]
