@@ -256,10 +256,9 @@ async def test_a_proxied_session_pushed_and_pulled_gives_the_same_requests(
     from ctxview.store.requests import RequestRecords
 
     rid0 = _table(a, f"SELECT id FROM api_requests WHERE session = 'cc-{CC}' ORDER BY n")[0][0]
-    async with await Writer.open(a) as w:
-        async with w.transaction():
-            await w.write_requests(f"cc-{CC}", RequestRecords(
-                usage=[(rid0, json.dumps({"input_tokens": 1234, "output_tokens": 5}))]))  # fmt: skip
+    async with await Writer.open(a) as w, w.transaction():
+        await w.write_requests(f"cc-{CC}", RequestRecords(
+            usage=[(rid0, json.dumps({"input_tokens": 1234, "output_tokens": 5}))]))  # fmt: skip
     revs = _team_revs(url)
     assert ctx("--store", str(a), "push", "--to", url).returncode == 0
     assert _team_past(url, revs) == {"api_requests": 1, "proxy_records": 0, "api_costs": 0}
@@ -278,9 +277,40 @@ async def test_rename_carries_the_proxy_records(tmp_path: Path, upstream: str) -
     await _through_proxy(a, upstream, range(1, 4), extra=False)
     sid = f"cc-{CC}"
     before = _requests(a, sid)
-    async with await Writer.open(a) as w:
-        async with w.transaction():
-            await w.rename_session(sid, "cc-renamed")
+    async with await Writer.open(a) as w, w.transaction():
+        await w.rename_session(sid, "cc-renamed")
     after = _requests(a, "cc-renamed")
     assert [{**r, "session": sid} for r in after] == before
     assert _table(a, f"SELECT count(*) FROM proxy_records WHERE session = '{sid}'") == [(0,)]
+
+
+@pg_helpers.needs_postgres
+async def test_a_team_database_of_schema_1_is_migrated_and_takes_proxied_sessions(
+    tmp_path: Path, url: str, upstream: str
+) -> None:
+    """A database an older ctxview made (schema 1, no request-record tables, a session in it)
+    is brought to schema 2 by the first push that needs it; what was there stays and pulls."""
+    import psycopg
+
+    from ctxview.sync.remote import SCHEMA_V1
+
+    with psycopg.connect(url) as conn:
+        conn.execute(SCHEMA_V1)  # type: ignore[arg-type]
+        conn.execute(
+            "INSERT INTO ctxview_sessions (machine, id, title, workspace, source, started, "
+            "config, next_rid, data, pushed_seq, version) VALUES ('dev-z', 'old-one', 'old', "
+            "'/w', 'live', 1700000000, '{}', 1, '{}', 1, 1)"
+        )
+        conn.execute("INSERT INTO ctxview_events (machine, session, seq, ts, kind, role, text) "
+                     "VALUES ('dev-z', 'old-one', 1, 1700000000.5, 'message', 'user', 'hi')")  # fmt: skip
+    a = tmp_path / "a.db"
+    await _through_proxy(a, upstream, range(1, 4), extra=False)
+    assert ctx("--store", str(a), "push", "--to", url).returncode == 0
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT value FROM ctxview_meta WHERE key = 'schema_version'"
+                            ).fetchone() == ("2",)  # fmt: skip
+    c = tmp_path / "c.db"
+    pulled = ctx("--store", str(c), "pull", "--from", url)
+    assert pulled.returncode == 0, pulled.stderr
+    assert _requests(c, f"cc-{CC}") == _requests(a, f"cc-{CC}")
+    assert [e[:2] for e in pg_helpers.rows(c)["events"]] == [("old-one", 1)]  # type: ignore[index]
