@@ -314,3 +314,125 @@ async def test_a_team_database_of_schema_1_is_migrated_and_takes_proxied_session
     assert pulled.returncode == 0, pulled.stderr
     assert _requests(c, f"cc-{CC}") == _requests(a, f"cc-{CC}")
     assert [e[:2] for e in pg_helpers.rows(c)["events"]] == [("old-one", 1)]  # type: ignore[index]
+
+
+def _count(url_or_path: str | Path, table: str) -> int:
+    """Rows of a request-record table, in PostgreSQL (a URL) or a store (0 while not made)."""
+    if isinstance(url_or_path, Path):
+        try:
+            return int(_table(url_or_path, f"SELECT count(*) FROM {table}")[0][0])
+        except sqlite3.OperationalError:
+            return 0
+    import psycopg
+
+    with psycopg.connect(url_or_path) as conn:
+        try:
+            return int(conn.execute(f"SELECT count(*) FROM ctxview_{table}").fetchone()[0])  # type: ignore[index]
+        except psycopg.errors.UndefinedTable:
+            return 0
+
+
+def _killed_at(cmd: list[str], progress: Any, target: int, env: dict[str, str]) -> bool:
+    """Run ctxview `cmd`, SIGKILL it once `progress()` reaches `target`; whether it was cut."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "ctxview.cli", *cmd], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env={**os.environ, **env})  # fmt: skip
+    deadline = time.monotonic() + 60
+    try:
+        while p.poll() is None and time.monotonic() < deadline:
+            if progress() >= target:
+                p.send_signal(signal.SIGKILL)
+                return True
+            time.sleep(0.005)
+        return False
+    finally:
+        p.wait(10)
+
+
+@pg_helpers.needs_postgres
+async def test_kill_9_push_and_pull_of_proxied_records(
+    tmp_path: Path, url: str, upstream: str
+) -> None:
+    """Push and pull killed -9 in the middle of a session's request records (slices of two
+    rows), the session growing between the rounds, then run to the end: the replica holds the
+    original's records row for row, none twice."""
+    import random
+
+    rng = random.Random(20261202)
+    a, c = tmp_path / "a.db", tmp_path / "c.db"
+    env = {"CTXVIEW_MACHINE": "dev-a", "CTXVIEW_SYNC_ROWS": "8"}  # pull takes 2 a slice
+    killed = 0
+    for r in range(6):
+        await _through_proxy(a, upstream, range(1 + 6 * r, 7 + 6 * r), extra=False)
+        before = _count(url, "proxy_records")
+        killed += _killed_at(["--store", str(a), "push", "--to", url],
+                             lambda: _count(url, "proxy_records"), before + rng.randint(1, 4),
+                             env)  # fmt: skip
+    assert killed >= 4
+    assert ctx("--store", str(a), "push", "--to", url, **env).returncode == 0
+    assert _count(url, "proxy_records") == _count(a, "proxy_records") == 36
+    killed = 0
+    for _ in range(6):
+        before = _count(c, "proxy_records")
+        killed += _killed_at(["--store", str(c), "pull", "--from", url],
+                             lambda: _count(c, "proxy_records"), before + rng.randint(1, 4),
+                             env)  # fmt: skip
+    assert killed >= 4
+    assert ctx("--store", str(c), "pull", "--from", url, **env).returncode == 0
+    _same_records(a, c)
+    assert _requests(c, f"cc-{CC}") == _requests(a, f"cc-{CC}")
+
+
+@pg_helpers.needs_postgres
+async def test_the_same_proxied_session_from_two_machines(
+    tmp_path: Path, url: str, upstream: str
+) -> None:
+    """One `cc-` id on two machines: the replica has `ID` and `ID@machine`, each with its own
+    machine's records (pulled in slices of one row)."""
+    import shutil
+
+    a = tmp_path / "a.db"
+    await _through_proxy(a, upstream, range(1, 4), extra=False)
+    b = tmp_path / "b.db"
+    shutil.copy(a, b)
+    await _through_proxy(b, upstream, range(4, 6), extra=False)
+    env = {"CTXVIEW_SYNC_ROWS": "4"}  # pull: one record a slice
+    assert ctx("--store", str(a), "push", "--to", url, machine="dev-a", **env).returncode == 0
+    assert ctx("--store", str(b), "push", "--to", url, machine="dev-b", **env).returncode == 0
+    c = tmp_path / "c.db"
+    pulled = ctx("--store", str(c), "pull", "--from", url, **env)
+    assert pulled.returncode == 0, pulled.stderr
+    sid = f"cc-{CC}"
+    mine, theirs = _requests(a, sid), _requests(b, sid)
+    assert len(mine) == 3 and len(theirs) == 5
+    assert _requests(c, sid) == mine
+    assert _requests(c, f"{sid}@dev-b") == [{**r, "session": f"{sid}@dev-b"} for r in theirs]
+
+
+@pg_helpers.needs_postgres
+async def test_watch_carries_proxied_requests_as_they_are_recorded(
+    tmp_path: Path, url: str, upstream: str
+) -> None:
+    """`push --watch` on the proxy's store and `pull --watch` into a replica: requests recorded
+    while both run reach the replica, the session made by the first of them included."""
+    from pg_helpers import spawn, until
+
+    a, c = tmp_path / "a.db", tmp_path / "c.db"
+    await _through_proxy(a, upstream, range(1, 2), extra=False)
+    procs = [spawn("--store", str(a), "push", "--to", url, "--watch"),
+             spawn("--store", str(c), "pull", "--from", url, "--watch")]  # fmt: skip
+    try:
+        until(lambda: _count(c, "proxy_records") == 1)
+        await _through_proxy(a, upstream, range(2, 5), extra=True)
+        until(lambda: _count(c, "proxy_records") == _count(a, "proxy_records") == 8)
+        until(lambda: _table(c, _RECORDS) == _table(a, _RECORDS))
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(10)
+    for sid in (f"cc-{CC}", "cc-other", "px-unparsed"):
+        assert _requests(c, sid) == _requests(a, sid)
