@@ -235,6 +235,12 @@ async def test_a_proxied_session_pushed_and_pulled_gives_the_same_requests(
         assert g["data"].pop("machine") == "dev-a"
         assert g == s
     assert ctx("--store", str(c), "doctor").returncode in (0, 1)
+    # `stats` prices and replays the pulled requests as it does the original's.
+    for sid in sids:
+        here, there = (ctx("--store", str(s), "stats", "--session", sid, "--json") for s in (a, c))
+        assert here.returncode == 0 and there.returncode == 0, there.stderr
+        assert json.loads(there.stdout) == json.loads(here.stdout)
+        assert sid != f"cc-{CC}" or '"proxied"' in here.stdout
     # Nothing new: nothing sent, nothing pulled.
     assert "Pushed 0 rows" in ctx("--store", str(a), "push", "--to", url).stdout
     assert ctx("--store", str(c), "pull", "--from", url).stdout.startswith("Pulled 0 rows")
