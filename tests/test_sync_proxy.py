@@ -370,22 +370,23 @@ async def test_kill_9_push_and_pull_of_proxied_records(
 
     rng = random.Random(20261202)
     a, c = tmp_path / "a.db", tmp_path / "c.db"
-    env = {"CTXVIEW_MACHINE": "dev-a", "CTXVIEW_SYNC_ROWS": "8"}  # pull takes 2 a slice
+    env = {"CTXVIEW_MACHINE": "dev-a", "CTXVIEW_SYNC_ROWS": "2"}  # many slices: runs outlast a kill
     killed = 0
     for r in range(6):
-        await _through_proxy(a, upstream, range(1 + 6 * r, 7 + 6 * r), extra=False)
+        await _through_proxy(a, upstream, range(1 + 10 * r, 11 + 10 * r), extra=False)
         before = _count(url, "proxy_records")
         killed += _killed_at(["--store", str(a), "push", "--to", url],
-                             lambda: _count(url, "proxy_records"), before + rng.randint(1, 4),
+                             lambda: _count(url, "proxy_records"), before + rng.randint(1, 6),
                              env)  # fmt: skip
     assert killed >= 4
     assert ctx("--store", str(a), "push", "--to", url, **env).returncode == 0
-    assert _count(url, "proxy_records") == _count(a, "proxy_records") == 36
+    assert _count(url, "proxy_records") == _count(a, "proxy_records") == 60
+    env["CTXVIEW_SYNC_ROWS"] = "4"  # pull: a record a slice
     killed = 0
     for _ in range(6):
         before = _count(c, "proxy_records")
         killed += _killed_at(["--store", str(c), "pull", "--from", url],
-                             lambda: _count(c, "proxy_records"), before + rng.randint(1, 4),
+                             lambda: _count(c, "proxy_records"), before + rng.randint(1, 6),
                              env)  # fmt: skip
     assert killed >= 4
     assert ctx("--store", str(c), "pull", "--from", url, **env).returncode == 0
