@@ -19,6 +19,12 @@
     into the replica (ctxview).
 (c) the viewer on the replica pulled in (a): bench_viewer.py's first screen (its own child, the
     same code) on the source store and on the replica, alternately, twice each; the best of each.
+(d) proxied sessions (`--proxied-only` for this alone): `ctxview proxy` (in process, the real
+    server and recorder) records SESSIONS Claude Code-like sessions of TURNS requests each, every
+    request the whole conversation so far (a tool call and a 2 KB result per turn) sent to a
+    scripted Messages API on loopback; then the push of that store (its request records: the
+    proxy's, the shared rows, the shapes and messages once), the pull into an empty replica, one
+    more request per session and the push of only that, and a pass with nothing new.
 """
 
 from __future__ import annotations
@@ -272,12 +278,107 @@ def parts(commits: dict[int, float], lines: list[str]) -> None:
             print(f"      {name}  {pct(xs, 50) * 1000:6.1f} / {pct(xs, 95) * 1000:6.1f}")
 
 
+SESSIONS, TURNS = 10, 60
+
+
+async def _proxied_store(path: Path) -> int:
+    """The proxied store of (d); the bytes the upstream received."""
+    import json
+
+    import aiohttp
+    from aiohttp import web
+
+    from ctxview.proxy.server import Proxy
+
+    got = [0]
+
+    async def answer(request: web.Request) -> web.Response:
+        got[0] += len(await request.read())
+        return web.json_response({"id": "msg", "type": "message", "role": "assistant",
+                                  "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
+                                  "content": [{"type": "text", "text": "ok"}],
+                                  "usage": {"input_tokens": 10, "output_tokens": 5}})  # fmt: skip
+
+    app = web.Application(client_max_size=64 << 20)
+    app.router.add_route("*", "/{tail:.*}", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    proxy = Proxy(path, upstream=f"http://127.0.0.1:{port}")
+    await proxy.start()
+    # A store already made: one more request per session (the conversation one turn longer).
+    again = path.exists() and path.stat().st_size > 0
+    url = f"http://127.0.0.1:{proxy.port}/{proxy.secret}/v1/messages"
+    try:
+        async with aiohttp.ClientSession() as s:
+            for k in range(SESSIONS):
+                msgs: list[dict[str, object]] = [{"role": "user", "content": f"task {k}"}]
+                for t in range(TURNS + 1 if again else TURNS):
+                    use = {"type": "tool_use", "id": f"t{t}", "name": "Read", "input": {"n": t}}
+                    result = {"type": "tool_result", "tool_use_id": f"t{t}",
+                              "content": f"{k} {t} " + "x" * 2000}  # fmt: skip
+                    msgs += [{"role": "assistant", "content": [use]},
+                             {"role": "user", "content": [result]}]  # fmt: skip
+                    if again and t < TURNS:
+                        continue
+                    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": "You help.",
+                            "metadata": {"user_id": json.dumps({"session_id": f"bench-{k}"})},
+                            "tools": [{"name": "Read", "input_schema": {}}], "messages": msgs}  # fmt: skip
+                    async with s.post(url, data=json.dumps(body),
+                                      headers={"content-type": "application/json"}) as resp:  # fmt: skip
+                        await resp.read()
+        await proxy.recorder.drain()
+    finally:
+        await proxy.stop()
+        await runner.cleanup()
+    return got[0]
+
+
+def proxied(c: pg_helpers.Cluster) -> None:
+    import asyncio
+
+    tmp = Path(tempfile.mkdtemp(prefix="ctxview-bench-sync-"))
+    store, replica = tmp / "proxied.db", tmp / "replica.db"
+    t0 = time.perf_counter()
+    sent = asyncio.run(_proxied_store(store))
+    built = time.perf_counter() - t0
+    url = pg_helpers.new_db(c)
+    size = store.stat().st_size + (Path(f"{store}-wal").stat().st_size
+                                   if Path(f"{store}-wal").exists() else 0)  # fmt: skip
+    print(f"(d) proxied: {SESSIONS} sessions x {TURNS} requests, {sent / 1e6:,.1f} MB of bodies "
+          f"forwarded, recorded in {built:.1f} s; the store {size / 1e6:,.1f} MB ({load()})")  # fmt: skip
+    server = c.cpu_seconds()
+    secs, said = ctx("--store", str(store), "push", "--to", url, CTXVIEW_MACHINE="bench")
+    time.sleep(0.5)
+    print(f"    push: {said} ({secs:.2f} s the process; {load()})")
+    print(f"    CPU: ctxview {CPU['ctxview']:.1f} s, PostgreSQL {c.cpu_seconds() - server:.1f} s")
+    secs, said = ctx("--store", str(replica), "pull", "--from", url)
+    print(f"    pull into an empty replica: {said.split(' into ')[0]} in {secs:.2f} s ({load()})")
+    secs, said = ctx("--store", str(store), "push", "--to", url, CTXVIEW_MACHINE="bench")
+    print(f"    push with nothing new: {said} ({secs:.2f} s the process)")
+    asyncio.run(_proxied_store(store))
+    secs, said = ctx("--store", str(store), "push", "--to", url, CTXVIEW_MACHINE="bench")
+    print(f"    push after one more request per session: {said} ({secs:.2f} s the process; "
+          f"{load()})")  # fmt: skip
+    secs, said = ctx("--store", str(replica), "pull", "--from", url)
+    print(f"    pull of it: {said.split(' into ')[0]} in {secs:.2f} s ({load()})")
+    a = ctx("--store", str(store), "requests", "cc-bench-0", "--json")[1]
+    b = ctx("--store", str(replica), "requests", "cc-bench-0", "--json")[1]
+    same = "the same" if a == b else "DIFFERS"
+    print(f"    `ctxview requests cc-bench-0 --json` on the replica: {same} "
+          f"({len(a.splitlines())} requests)")  # fmt: skip
+    shutil.rmtree(tmp)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--results", type=int, help="build a store of N results (default: the "
                         "viewer bench's 100,000)")  # fmt: skip
     parser.add_argument("--latency-only", action="store_true")
     parser.add_argument("--real-only", action="store_true", help="only the real sessions' push")
+    parser.add_argument("--proxied-only", action="store_true", help="only (d), proxied sessions")
     args = parser.parse_args()
     why = pg_helpers.available()
     if why:
@@ -288,12 +389,16 @@ def main() -> int:
         if args.real_only:
             real_sessions(c)
             return 0
+        if args.proxied_only:
+            proxied(c)
+            return 0
         if not args.latency_only:
             store = store_for(args.results)
             replica = throughput(c, store)
             real_sessions(c)
         latency(c)
         if not args.latency_only:
+            proxied(c)
             if args.results is None:  # bench_viewer's child jumps to ids of its 100,000
                 viewer_on_replica(store, replica)
             else:

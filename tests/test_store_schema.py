@@ -129,8 +129,11 @@ async def test_new_store_is_the_newest_schema(tmp_path: Path) -> None:
         }
     assert version == (str(SCHEMA_VERSION),)
     assert app_id == APPLICATION_ID
-    # Bodies' index is fed by the writer since version 2; events' (small) text by a trigger.
-    assert triggers == {"events_next_rid", "events_fts_insert"}
+    # Bodies' index is fed by the writer since version 2; events' (small) text by a trigger;
+    # since version 7 each request-record row gets its rev (what a push sends past) by trigger.
+    revs = {f"{t}_rev_{w}" for t in ("api_requests", "api_costs", "proxy_records")
+            for w in ("insert", "update")}  # fmt: skip
+    assert triggers == {"events_next_rid", "events_fts_insert", *revs}
 
 
 def make_v1_store(path: Path, ws: Path) -> None:
@@ -190,6 +193,71 @@ async def test_v1_store_is_migrated_and_keeps_its_data(tmp_path: Path) -> None:
         child = await reader.session("old-child")
         assert child is not None and child.parent_session == "old"
     # A migrated store and a new one have the same tables, indexes and triggers.
+    fresh = tmp_path / "fresh.db"
+    await make_store(fresh, tmp_path)
+    assert schema_of(store) == schema_of(fresh)
+
+
+def make_v6_store(path: Path) -> None:
+    """A store as schema 6 left it: request records of the import and of the proxy, no revs."""
+    from ctxview.store import proxy_records, schema
+    from ctxview.store.requests import RequestRecords, RequestRow
+    from ctxview.store.requests import write as write_requests
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN")
+    schema._run_script(conn, SCHEMA_V1 + RID_TRIGGER)
+    for version in range(1, 6):
+        schema.MIGRATIONS[version](conn)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '6')")
+    conn.execute("INSERT INTO sessions (id, started, next_rid) VALUES ('cc-x', 1700000000.0, 1)")
+    rows = [RequestRow(n, f"req{n}", 1700000000.0 + n, "repl", "s1", None, 0, '["m1"]', "{}",
+                       "[]", None) for n in (1, 2)]  # fmt: skip
+    write_requests(conn, "cc-x", RequestRecords(
+        shapes=[("s1", '{"system":[],"tools":[]}')],
+        blobs=[("m1", '{"content":[{"text":"hi","type":"text"}],"role":"user"}')],
+        requests=rows, usage=[("req1", '{"input_tokens":3}')], cost='{"total":1}'))  # fmt: skip
+    record = proxy_records.ProxyRow(
+        "cc-x", 7, "px_1", None, "anthropic-count-tokens", "POST", "/v1/messages/count_tokens",
+        "http://127.0.0.1:9", 1700000001.0, 1.0, 2.0, 200, "complete", None, "[]", "[]", 2,
+        "ab", 0, None, b"{}", '{"input_tokens": 42}', None, None)  # fmt: skip
+    proxy_records._write(conn, ("cc-x", "", "", 1700000001.0, "{}"),
+                         tuple(getattr(record, f) for f in proxy_records._COLS))  # fmt: skip
+    conn.execute("COMMIT")
+    conn.close()
+
+
+async def test_v6_store_gets_revs_on_its_request_records(tmp_path: Path) -> None:
+    """Schema 7: every request-record row of an older store gets a rev of its own (a push sends
+    a session's rows past the rev it last sent), and the rows written after get higher ones."""
+    from ctxview.store.push_source import PushSource, machine_name
+    from ctxview.store.requests import RequestRecords
+
+    store = tmp_path / "store.db"
+    make_v6_store(store)
+    machine_name(store)  # what a push does first: the store migrated
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            str(SCHEMA_VERSION),)  # fmt: skip
+        old = [r for t in ("api_requests", "api_costs", "proxy_records")
+               for r in conn.execute(f"SELECT rev FROM {t}")]  # fmt: skip
+    assert sorted(r[0] for r in old) == [1, 2, 3, 4]
+    source = PushSource(store)
+    try:
+        assert source.side_revs("cc-x") == {"api_requests": 2, "api_costs": 3, "proxy_records": 4}
+        rows, shared, more = source.side_slice("cc-x", {"api_requests": 1}, 100, 1 << 20)
+        assert [r[1] for r in rows["api_requests"]] == [2] and not more
+        assert shared["api_blobs"] and shared["api_shapes"]
+    finally:
+        source.close()
+    # A usage that comes later moves its request past the others.
+    async with await Writer.open(store) as w, w.transaction():
+        await w.write_requests("cc-x", RequestRecords(usage=[("req2", '{"input_tokens": 9}')]))
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("SELECT n, rev FROM api_requests ORDER BY n").fetchall() == [
+            (1, 1), (2, 5)]  # fmt: skip
     fresh = tmp_path / "fresh.db"
     await make_store(fresh, tmp_path)
     assert schema_of(store) == schema_of(fresh)

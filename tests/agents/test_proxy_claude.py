@@ -91,6 +91,11 @@ def test_hooks_beside_the_proxy_make_one_session(tmp_path: Path) -> None:
                  {"text": "Done."}]  # fmt: skip
         with FakeAnthropic(steps) as server:
             sid = _run_claude(p, server.url, "cat hello")["session_id"]
+            sent = list(server.requests)
+        # `ctxview requests` lists each request once, though the hooks imported Claude Code's
+        # own record of the same requests into the session too.
+        got = [r for r in _requests(p, f"cc-{sid}") if r["protocol"] == "anthropic-messages"]
+        assert sorted(map(_canon, (r["body"] for r in got))) == sorted(map(_canon, sent))
         conn = sqlite3.connect(p.store)
         sessions = [r[0] for r in conn.execute("SELECT id FROM sessions")]
         assert sessions == [f"cc-{sid}"]
@@ -99,3 +104,6 @@ def test_hooks_beside_the_proxy_make_one_session(tmp_path: Path) -> None:
         proxied = conn.execute("SELECT count(*) FROM proxy_records WHERE session = ?",
                                (f"cc-{sid}",)).fetchone()[0]  # fmt: skip
         assert results >= 1 and proxied >= 2
+        own = conn.execute("SELECT count(*) FROM api_requests WHERE session = ? AND n < ?",
+                           (f"cc-{sid}", 1 << 32)).fetchone()[0]  # fmt: skip
+        assert own >= 1  # Claude Code's own records are there beside the proxy's

@@ -1,5 +1,6 @@
 """The local store a pull writes into (sync/pull.py), a replica the viewer reads as any store:
-pulled sessions, their events and bodies (indexed for search), and each session's pull
+pulled sessions, their events and bodies (indexed for search), their request records (the
+import's and the proxy's, with the shapes and messages they name), and each session's pull
 watermark in the meta table, a slice and its watermark committed in one transaction."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from ctxview.store import schema
 from ctxview.store.fresh import make_if_missing
-from ctxview.store.push_source import SESSION_FIELDS
+from ctxview.store.push_source import SESSION_FIELDS, SIDE_COLUMNS
 from ctxview.store.records import EVENT_COLUMNS
 
 FTS_MAX = 1_000_000  # characters of a body the search index takes
@@ -35,6 +36,53 @@ class Replica:
 
     def close(self) -> None:
         self._conn.close()
+
+    def missing(self, hashes: set[str]) -> tuple[set[str], set[str]]:
+        """Of these hashes, the shapes and the messages not stored here yet."""
+        have: dict[str, set[str]] = {"api_shapes": set(), "api_blobs": set()}
+        todo = sorted(hashes)
+        for table, found in have.items():
+            for i in range(0, len(todo), 500):
+                part = todo[i : i + 500]
+                found.update(r[0] for r in self._conn.execute(
+                    f"SELECT hash FROM {table} WHERE hash IN ({', '.join('?' * len(part))})",
+                    part))  # fmt: skip
+        return hashes - have["api_shapes"], hashes - have["api_blobs"]
+
+    def write_side(
+        self,
+        machine: str,
+        sid: str,
+        local_id: str,
+        fields: tuple[Any, ...],
+        rows: dict[str, list[Any]],
+        shared: dict[str, list[tuple[str, str]]],
+        mark: dict[str, Any],
+    ) -> None:
+        """One transaction: the session row, its request-record rows (*SIDE_COLUMNS each, under
+        `local_id`; a newer version of a row replaces the one here, as a pulled event does), the
+        shapes and messages they name (hash, JSON) not here yet, and the pull's watermark."""
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            _session(c, local_id, fields)
+            c.executemany("INSERT OR IGNORE INTO api_shapes (hash, shape) VALUES (?, ?)",
+                          shared.get("api_shapes", []))  # fmt: skip
+            c.executemany("INSERT OR IGNORE INTO api_blobs (hash, message) VALUES (?, ?)",
+                          shared.get("api_blobs", []))  # fmt: skip
+            for table, cols in SIDE_COLUMNS.items():
+                c.executemany(
+                    f"INSERT OR REPLACE INTO {table} (session, {', '.join(cols)}) "
+                    f"VALUES ({', '.join('?' * (len(cols) + 1))})",
+                    [(local_id, *r) for r in rows.get(table, [])],
+                )
+            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                      (_mark_key(machine, sid), json.dumps(mark)))  # fmt: skip
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
 
     def mark(self, machine: str, sid: str) -> dict[str, Any] | None:
         """The watermark the last pull of `machine`'s session `sid` committed, or None."""
@@ -66,14 +114,7 @@ class Replica:
         c = self._conn
         c.execute("BEGIN IMMEDIATE")
         try:
-            cols = ", ".join(SESSION_FIELDS)
-            c.execute(
-                f"INSERT INTO sessions (id, {cols}) VALUES (?, {', '.join('?' * len(fields))}) "
-                "ON CONFLICT (id) DO UPDATE SET "
-                + ", ".join(f"{k} = excluded.{k}" for k in SESSION_FIELDS if k != "next_rid")
-                + ", next_rid = max(next_rid, excluded.next_rid)",
-                (local_id, *fields),
-            )
+            _session(c, local_id, fields)
             if replace:
                 c.execute("DELETE FROM events WHERE session = ?", (local_id,))
             marks = ", ".join("?" for _ in range(len(EVENT_COLUMNS) + 2))
@@ -96,3 +137,16 @@ class Replica:
             if c.in_transaction:
                 c.execute("ROLLBACK")
             raise
+
+
+def _session(c: sqlite3.Connection, local_id: str, fields: tuple[Any, ...]) -> None:
+    """The pulled session's row (`fields`: SESSION_FIELDS) as `local_id`, made or updated; its
+    id counter never goes back."""
+    cols = ", ".join(SESSION_FIELDS)
+    c.execute(
+        f"INSERT INTO sessions (id, {cols}) VALUES (?, {', '.join('?' * len(fields))}) "
+        "ON CONFLICT (id) DO UPDATE SET "
+        + ", ".join(f"{k} = excluded.{k}" for k in SESSION_FIELDS if k != "next_rid")
+        + ", next_rid = max(next_rid, excluded.next_rid)",
+        (local_id, *fields),
+    )

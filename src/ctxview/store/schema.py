@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 APPLICATION_ID = 0x63747876  # "ctxv": marks a SQLite file as a ctxview store
 
 
@@ -225,6 +225,54 @@ def _to_v6(conn: sqlite3.Connection) -> None:
     _run_script(conn, TABLES)
 
 
+# Version 7: the request tables a push carries (api_requests, api_costs, proxy_records) stamp each
+# row with `rev`, from one counter of the store, whenever it is written or changed (an import's
+# usage comes after its request; INSERT OR REPLACE, a rename): a push sends a session's rows past
+# the `rev` it last sent, and nothing else. Triggers, so that every way of writing them counts.
+REV_TABLES: dict[str, tuple[str, ...]] = {
+    "api_requests": ("session", "n"),
+    "api_costs": ("session",),
+    "proxy_records": ("session", "seq"),
+}
+REV_COUNTER = """
+CREATE TABLE IF NOT EXISTS row_revs (
+    one INTEGER PRIMARY KEY CHECK (one = 0),
+    rev INTEGER NOT NULL                           -- the last rev given
+);
+INSERT OR IGNORE INTO row_revs (one, rev) VALUES (0, 0);
+"""
+
+
+def _rev_triggers(conn: sqlite3.Connection, table: str, key: tuple[str, ...]) -> None:
+    columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] != "rev"]
+    where = " AND ".join(f"{k} = new.{k}" for k in key)
+    stamp = ("UPDATE row_revs SET rev = rev + 1; "
+             f"UPDATE {table} SET rev = (SELECT rev FROM row_revs) WHERE {where}; END")  # fmt: skip
+    # The insert trigger's own UPDATE sets `rev` only, so the update trigger (on the other
+    # columns) does not fire from it.
+    conn.execute(f"CREATE TRIGGER IF NOT EXISTS {table}_rev_insert AFTER INSERT ON {table} "
+                 f"BEGIN {stamp}")  # fmt: skip
+    conn.execute(f"CREATE TRIGGER IF NOT EXISTS {table}_rev_update AFTER UPDATE OF "
+                 f"{', '.join(columns)} ON {table} BEGIN {stamp}")  # fmt: skip
+
+
+def _to_v7(conn: sqlite3.Connection) -> None:
+    _run_script(conn, REV_COUNTER)
+    for table, key in REV_TABLES.items():
+        if "rev" not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN rev INTEGER")
+        # The rows already stored, each its own rev (a push slices by rev), in their order.
+        cols = ", ".join(key)
+        rows = conn.execute(f"SELECT {cols} FROM {table} WHERE rev IS NULL ORDER BY {cols}")
+        (last,) = conn.execute("SELECT rev FROM row_revs").fetchone()
+        where = " AND ".join(f"{k} = ?" for k in key)
+        for i, found in enumerate(rows.fetchall(), start=last + 1):
+            conn.execute(f"UPDATE {table} SET rev = ? WHERE {where}", (i, *found))
+            conn.execute("UPDATE row_revs SET rev = ?", (i,))
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_rev ON {table} ({key[0]}, rev)")
+        _rev_triggers(conn, table, key)
+
+
 # version -> the step that brings a store of that version to the next one. Steps are idempotent
 # and run inside the migration's transaction.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
@@ -233,6 +281,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: _to_v4,
     4: _to_v5,
     5: _to_v6,
+    6: _to_v7,
 }
 
 

@@ -422,8 +422,9 @@ class Writer:
         )
 
     async def rename_session(self, old: str, new: str) -> None:
-        """Give a session another id, its events and bodies with it (an importer's session made
-        before its file said whose it is). The search index is keyed by body rowid: unchanged."""
+        """Give a session another id, its events, bodies and request records (the import's and
+        the proxy's) with it (an importer's session made before its file said whose it is). The
+        search index is keyed by body rowid: unchanged."""
         await self.flush()
         await self._wait_turn()
         await self._lock()
@@ -432,7 +433,8 @@ class Writer:
                     "UPDATE bodies SET session = ?1 WHERE session = ?2",
                     "UPDATE sessions SET parent_session = ?1 WHERE parent_session = ?2",
                     "UPDATE api_requests SET session = ?1 WHERE session = ?2",
-                    "UPDATE api_costs SET session = ?1 WHERE session = ?2"):  # fmt: skip
+                    "UPDATE api_costs SET session = ?1 WHERE session = ?2",
+                    "UPDATE proxy_records SET session = ?1 WHERE session = ?2"):  # fmt: skip
             await self._conn.execute(sql, (new, old))
 
     async def write_requests(self, session_id: str, records: requests.RequestRecords) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from ctxview.store.push_source import SESSION_FIELDS
+from ctxview.store.push_source import SESSION_FIELDS, SIDE_COLUMNS, hashes_named
 from ctxview.store.records import EVENT_COLUMNS
 from ctxview.store.replica import Replica
 from ctxview.sync.push import last_rid
@@ -70,17 +70,17 @@ class Puller:
         if keys is not None:  # the sessions NOTIFYs named: those rows only, by the primary key
             where.append("(machine, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))")
             params += [[k[0] for k in keys], [k[1] for k in keys]]
-        sql = (f"SELECT machine, id, version, epoch, pushed_seq, pushed_body, "
+        sql = (f"SELECT machine, id, version, epoch, pushed_side, pushed_body, "
                f"{', '.join(SESSION_FIELDS)} FROM ctxview_sessions")  # fmt: skip
         if where:
             sql += " WHERE " + " AND ".join(where)
         cur = await self.pg.execute(sql + " ORDER BY started", params)
         for r in await cur.fetchall():
-            await self.pull_session(r[0], r[1], r[2], r[3], tuple(r[6:]))
+            await self.pull_session(r[0], r[1], r[2], r[3], tuple(r[6:]), r[4])
         return self.rows - before
 
     async def pull_session(self, machine: str, sid: str, version: int, epoch: int,
-                           fields: tuple[Any, ...]) -> None:  # fmt: skip
+                           fields: tuple[Any, ...], pushed_side: str = "{}") -> None:  # fmt: skip
         assert self.pg is not None
         mark = await asyncio.to_thread(self._mark, machine, sid)
         local_id = await asyncio.to_thread(self._local_id, machine, sid)
@@ -89,6 +89,10 @@ class Puller:
             return  # nothing pushed since it was pulled whole: no query (a pass over N sessions)
         if replace:
             mark["seq"] = 0
+        # The request records first: the events' last slice marks the version, so a pull
+        # killed before that takes the rest next time.
+        if mark.get("pushed_side", "{}") != pushed_side:
+            await self._pull_side(machine, sid, local_id, fields, mark, pushed_side)
         while True:
             cur = await self.pg.execute(
                 f"SELECT seq, {', '.join(EVENT_COLUMNS)} FROM ctxview_events WHERE machine = %s "
@@ -113,13 +117,53 @@ class Puller:
             if whole:
                 return
 
+    async def _pull_side(self, machine: str, sid: str, local_id: str, fields: tuple[Any, ...],
+                         mark: dict[str, Any], pushed_side: str) -> None:  # fmt: skip
+        """The session's request records past the team revs last taken, with the shapes and
+        messages they name that are not here, a slice and its watermark in one transaction."""
+        assert self.pg is not None
+        limit = max(1, ROWS_PER_TX // 4)
+        while True:
+            side = dict(mark.get("side") or {})
+            rows: dict[str, list[Any]] = {}
+            for table, cols in SIDE_COLUMNS.items():
+                cur = await self.pg.execute(
+                    f"SELECT rev, {', '.join(cols)} FROM ctxview_{table} WHERE machine = %s "
+                    "AND session = %s AND rev > %s ORDER BY rev LIMIT %s",
+                    (machine, sid, side.get(table, 0), limit),
+                )  # fmt: skip
+                rows[table] = await cur.fetchall()
+            miss_shapes, miss_blobs = await asyncio.to_thread(
+                self.local.missing, hashes_named(rows["api_requests"])
+            )
+            shared: dict[str, list[tuple[str, str]]] = {}
+            for table, key, want in (("api_shapes", "shape", miss_shapes),
+                                     ("api_blobs", "message", miss_blobs)):  # fmt: skip
+                cur = await self.pg.execute(
+                    f"SELECT hash, {key} FROM ctxview_{table} WHERE hash = ANY(%s)", (sorted(want),)
+                )
+                shared[table] = [(str(h), str(v)) for h, v in await cur.fetchall()]
+            whole = all(len(r) < limit for r in rows.values())
+            ahead = dict(mark)
+            ahead["side"] = {**side, **{t: int(r[-1][0]) for t, r in rows.items() if r}}
+            if whole:
+                ahead["pushed_side"] = pushed_side
+            names = dict(zip(SESSION_FIELDS, fields, strict=True))
+            names["data"] = _with_machine(names["data"], machine)
+            await asyncio.to_thread(
+                self.local.write_side, machine, sid, local_id, tuple(names.values()),
+                {t: [tuple(x[1:]) for x in r] for t, r in rows.items()}, shared, ahead,
+            )  # fmt: skip
+            mark.update(ahead)
+            self.rows += sum(map(len, rows.values())) + sum(map(len, shared.values()))
+            if whole:
+                return
+
     def _write(self, machine: str, sid: str, local_id: str, fields: tuple[Any, ...],
                events: list[Any], bodies: list[Any], mark: dict[str, Any], version: int | None,
                epoch: int, replace: bool) -> None:  # fmt: skip
         names = dict(zip(SESSION_FIELDS, fields, strict=True))
-        data = json.loads(names["data"] or "{}")
-        data["machine"] = machine
-        names["data"] = json.dumps(data)
+        names["data"] = _with_machine(names["data"], machine)
         texts = [(rid, bytes(shown).decode("utf-8", "surrogatepass"),
                   bytes(stored).decode("utf-8", "surrogatepass"))
                  for _n, rid, shown, stored in bodies]  # fmt: skip
@@ -150,6 +194,13 @@ class Puller:
 
     def close_local(self) -> None:
         self.local.close()
+
+
+def _with_machine(data: str | None, machine: str) -> str:
+    """A pulled session's `data` naming the machine it came from."""
+    out = json.loads(data or "{}")
+    out["machine"] = machine
+    return json.dumps(out)
 
 
 async def pull(path: Path, url: str, *, machine: str | None = None, session: str | None = None,

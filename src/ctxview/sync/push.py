@@ -6,15 +6,22 @@ the store and never runs a tool; the only thing it writes locally is the machine
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from ctxview.store.push_source import SESSION_FIELDS, PushSource, machine_name
+from ctxview.store.push_source import (
+    SESSION_FIELDS,
+    SIDE_COLUMNS,
+    SIDE_KEYS,
+    PushSource,
+    machine_name,
+)
 from ctxview.store.records import EVENT_COLUMNS
 from ctxview.store.schema import StoreError
 from ctxview.sync.remote import (
@@ -40,6 +47,7 @@ class Mark:
     ts: float | None
     body: int
     fields: tuple[Any, ...] | None
+    side: dict[str, int] = field(default_factory=dict)  # request records: the rev last sent
 
 
 def _search_text(kind: str, tool: str | None, args: str | None, text: str | None) -> str | None:
@@ -88,6 +96,19 @@ _BODY_SQL = (
 )
 
 
+def _side_sql(table: str, cols: tuple[str, ...]) -> str:
+    """A request-record row in, or the newer version of it over the one there: the team's rev
+    given anew either way, so a pull past its last rev takes it."""
+    key = ("machine", "session", *SIDE_KEYS[table])
+    names = ", ".join(("machine", "session", *cols, "rev"))
+    return (
+        f"INSERT INTO ctxview_{table} ({names}) VALUES "
+        f"({', '.join(['%s'] * (len(cols) + 2))}, nextval('ctxview_side_rev')) "
+        f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET "
+        + ", ".join(f"{c} = excluded.{c}" for c in (*cols, "rev") if c not in key)
+    )
+
+
 async def _copy(cur: psycopg.AsyncCursor[Any], table: str, cols: tuple[str, ...],
                 types: list[str], rows: list[tuple[Any, ...]]) -> None:  # fmt: skip
     names = ", ".join((*cols[:-1], "words"))
@@ -121,11 +142,12 @@ class Pusher:
         self.pg = await connect(self.url)
         await self.pg.execute(_STAGE_SQL)
         cur = await self.pg.execute(
-            "SELECT id, pushed_seq, pushed_ts, pushed_body, "
+            "SELECT id, pushed_seq, pushed_ts, pushed_body, pushed_side, "
             f"{', '.join(SESSION_FIELDS)} FROM ctxview_sessions WHERE machine = %s",
             (self.machine,),
         )
-        self.marks = {r[0]: Mark(r[1], r[2], r[3], tuple(r[4:])) for r in await cur.fetchall()}
+        self.marks = {r[0]: Mark(r[1], r[2], r[3], tuple(r[5:]), json.loads(r[4]))
+                      for r in await cur.fetchall()}  # fmt: skip
         await self.pg.commit()
 
     async def close(self) -> None:
@@ -162,18 +184,23 @@ class Pusher:
         return not self.local.same_event(sid, mark.seq, mark.ts)
 
     async def push_session(self, sid: str, fields: tuple[Any, ...]) -> None:
+        await self._push_events(sid, fields)
+        await self._push_side(sid, fields)
+
+    async def _push_events(self, sid: str, fields: tuple[Any, ...]) -> None:
         assert self.pg is not None
         mark = self.marks.get(sid) or Mark(0, None, 0, None)
         rewind = await asyncio.to_thread(self._rewound, sid, mark)
         if rewind:
-            mark = Mark(0, None, mark.body, mark.fields)
+            mark = Mark(0, None, mark.body, mark.fields, mark.side)
         events, bodies, more = await asyncio.to_thread(self._slice, sid, mark)
         while True:
             if not events and not bodies and fields == mark.fields and not rewind:
                 return
             ahead = Mark(int(events[-1][0]) if events else mark.seq,
                          float(events[-1][1]) if events else mark.ts,
-                         int(bodies[-1][0]) if bodies else mark.body, fields)  # fmt: skip
+                         int(bodies[-1][0]) if bodies else mark.body, fields,
+                         mark.side)  # fmt: skip
             # The next slice is read from SQLite while PostgreSQL works on this one.
             nxt = None
             if more:
@@ -254,6 +281,68 @@ class Pusher:
             await cur.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{m}\t{sid}"))
         self.rows += len(ev_rows) + len(body_rows)
         trace("push", self.woke, self.read_at, begun, time.time(), last_rid(events))
+
+    async def _push_side(self, sid: str, fields: tuple[Any, ...]) -> None:
+        """The session's request records past the revs last sent, in slices, each with the
+        shapes and messages they name that the team lacks, in one transaction with its marks.
+        Nothing new (the store's newest revs are the marks): one small query, nothing sent."""
+        mark = self.marks[sid]
+        newest = await asyncio.to_thread(self.local.side_revs, sid)
+        if all(newest[t] <= mark.side.get(t, 0) for t in SIDE_COLUMNS):
+            return
+        while True:
+            rows, shared, more = await asyncio.to_thread(
+                self.local.side_slice, sid, mark.side, EVENTS_PER_TX, BODY_BYTES_PER_TX
+            )
+            await self._send_side(sid, fields, rows, shared)
+            mark.side = {**mark.side, **{t: int(r[-1][0]) for t, r in rows.items() if r}}
+            if not more:
+                return
+
+    async def _send_side(self, sid: str, fields: tuple[Any, ...], rows: dict[str, list[Any]],
+                         shared: dict[str, list[tuple[str, str]]]) -> None:  # fmt: skip
+        assert self.pg is not None
+        m = self.machine
+        async with self.pg.transaction(), self.pg.cursor() as cur:
+            # As `_send`: the session row locked, one pusher of the session at a time.
+            await cur.execute(
+                "SELECT pushed_side FROM ctxview_sessions WHERE machine = %s AND id = %s "
+                "FOR UPDATE", (m, sid),
+            )  # fmt: skip
+            got = await cur.fetchone()
+            assert got is not None  # `_push_events` made it
+            sent = json.loads(got[0])
+            for table, key in (("api_shapes", "shape"), ("api_blobs", "message")):
+                items = shared[table]
+                if not items:
+                    continue
+                # Only what the team lacks: a long session's messages are mostly there.
+                await cur.execute(f"SELECT hash FROM ctxview_{table} WHERE hash = ANY(%s)",
+                                  ([h for h, _ in items],))  # fmt: skip
+                there = {r[0] for r in await cur.fetchall()}
+                new = [(h, _nul(v)) for h, v in items if h not in there]
+                if new:
+                    await cur.executemany(
+                        f"INSERT INTO ctxview_{table} (hash, {key}) VALUES (%s, %s) "
+                        "ON CONFLICT (hash) DO NOTHING", new,
+                    )  # fmt: skip
+                    self.rows += len(new)
+                    self.bytes += sum(len(v) for _, v in new)
+            for table, cols in SIDE_COLUMNS.items():
+                # Another push of this machine got further meanwhile: its rows are there.
+                todo = [r for r in rows[table] if r[0] > sent.get(table, 0)]
+                if not todo:
+                    continue
+                await cur.executemany(_side_sql(table, cols),
+                                      [(m, sid, *map(_nul, r[1:])) for r in todo])  # fmt: skip
+                self.rows += len(todo)
+                sent[table] = max(sent.get(table, 0), int(todo[-1][0]))
+            # The version moves: a pull sees the session changed, as for its events.
+            await cur.execute(
+                "UPDATE ctxview_sessions SET pushed_side = %s, version = version + 1 "
+                "WHERE machine = %s AND id = %s", (json.dumps(sent), m, sid),
+            )  # fmt: skip
+            await cur.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{m}\t{sid}"))
 
     def data_version(self) -> int:
         return self.local.data_version()

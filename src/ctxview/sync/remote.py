@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import psycopg
 from psycopg import conninfo
 
+from ctxview.store.push_source import SIDE_COLUMNS, SIDE_KEYS
 from ctxview.store.records import EVENT_COLUMNS
 from ctxview.store.schema import StoreError
 
@@ -28,7 +29,7 @@ from ctxview.store.schema import StoreError
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 logging.getLogger("psycopg").propagate = False
 
-PG_SCHEMA_VERSION = 1
+PG_SCHEMA_VERSION = 2
 APPLICATION = "ctxview"
 CHANNEL = "ctxview"  # NOTIFY payload: "<machine>\t<session id>", ids only
 SEARCH_CHARS = 100_000  # of a body or event indexed (a tsvector is at most 1 MB)
@@ -85,7 +86,45 @@ CREATE INDEX ctxview_bodies_fts ON ctxview_bodies USING gin (fts);
 INSERT INTO ctxview_meta VALUES ('application', '{APPLICATION}'), ('schema_version', '1');
 """
 
-MIGRATIONS: dict[int, str] = {}  # version -> SQL bringing it to the next one
+_SIDE_TYPES = {"n": "bigint", "ts": "double precision", "keep": "bigint", "seq": "bigint",
+               "api_n": "bigint", "started": "double precision", "first_byte_ms": "double precision",
+               "total_ms": "double precision", "status": "bigint", "body_bytes": "bigint",
+               "parsed": "bigint", "body_raw": "bytea", "answer_raw": "bytea"}  # fmt: skip
+_SIDE_NOT_NULL = {"id", "keep", "tail", "params", "cache_control", "cost", "request_id",
+                  "protocol", "method", "path", "upstream", "started", "outcome",
+                  "request_headers", "body_bytes", "body_sha256", "parsed"}  # fmt: skip
+
+
+def side_type(name: str) -> str:
+    """A request-record column's PostgreSQL type (the rest are text)."""
+    return _SIDE_TYPES.get(name, "text")
+
+
+def _side_table(table: str) -> str:
+    cols = ",\n    ".join(f"{c} {side_type(c)}" + (" NOT NULL" if c in _SIDE_NOT_NULL else "")
+                          for c in SIDE_COLUMNS[table])  # fmt: skip
+    key = ", ".join(("machine", "session", *SIDE_KEYS[table]))
+    return (
+        f"CREATE TABLE ctxview_{table} (\n    machine text NOT NULL, session text NOT NULL,"
+        f"\n    {cols},\n    rev bigint NOT NULL,\n    PRIMARY KEY ({key})\n);\n"
+        f"CREATE INDEX ctxview_{table}_rev ON ctxview_{table} (machine, session, rev);\n"
+    )
+
+
+# Version 2: a session's request records (Claude Code's own, imported, and what `ctxview proxy`
+# saw), as the store keeps them; the shapes and messages they name once by hash, for every
+# machine (a hash names its content). `rev` is the team's: given at each insert or change, so
+# a pull takes a session's rows past the last rev it took. `pushed_side`: the push's watermark,
+# {table: the store's own rev last sent}.
+SCHEMA_V2 = (
+    "ALTER TABLE ctxview_sessions ADD COLUMN pushed_side text NOT NULL DEFAULT '{}';\n"
+    "CREATE SEQUENCE ctxview_side_rev;\n"
+    "CREATE TABLE ctxview_api_shapes (hash text PRIMARY KEY, shape text NOT NULL);\n"
+    "CREATE TABLE ctxview_api_blobs (hash text PRIMARY KEY, message text NOT NULL);\n"
+    + "".join(_side_table(t) for t in SIDE_COLUMNS)
+)
+
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V2}  # version -> SQL bringing it to the next one
 
 
 class RemoteError(StoreError):
