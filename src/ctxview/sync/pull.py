@@ -20,7 +20,9 @@ from ctxview.store.replica import Replica
 from ctxview.sync.push import last_rid
 from ctxview.sync.remote import CHANNEL, RemoteError, connect, retry_after, run, trace
 
-ROWS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
+ROWS_PER_TX = max(1, int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000")))  # tests: small slices
+# A slice's bodies are a quarter of its rows, never none (a slice of none never ends).
+BODIES_PER_TX = max(1, ROWS_PER_TX // 4)
 
 
 class Puller:
@@ -103,13 +105,13 @@ class Puller:
             cur = await self.pg.execute(
                 "SELECT n, rid, shown, stored FROM ctxview_bodies WHERE machine = %s AND "
                 "session = %s AND n > %s ORDER BY n LIMIT %s",
-                (machine, sid, mark["body"], ROWS_PER_TX // 4),
+                (machine, sid, mark["body"], BODIES_PER_TX),
             )  # fmt: skip
             bodies = await cur.fetchall()
             fetched = time.time()
             if not events and not bodies and mark["version"] == version and not replace:
                 return
-            whole = len(events) < ROWS_PER_TX and len(bodies) < ROWS_PER_TX // 4
+            whole = len(events) < ROWS_PER_TX and len(bodies) < BODIES_PER_TX
             await asyncio.to_thread(self._write, machine, sid, local_id, fields, events, bodies,
                                     mark, version if whole else None, epoch, replace)  # fmt: skip
             trace("pull", self.woke, fetched, time.time(), last_rid(events))
@@ -122,7 +124,7 @@ class Puller:
         """The session's request records past the team revs last taken, with the shapes and
         messages they name that are not here, a slice and its watermark in one transaction."""
         assert self.pg is not None
-        limit = max(1, ROWS_PER_TX // 4)
+        limit = BODIES_PER_TX
         while True:
             side = dict(mark.get("side") or {})
             rows: dict[str, list[Any]] = {}

@@ -36,7 +36,7 @@ from ctxview.sync.remote import (
     trace,
 )
 
-EVENTS_PER_TX = int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000"))  # tests: smaller slices
+EVENTS_PER_TX = max(1, int(os.environ.get("CTXVIEW_SYNC_ROWS", "2000")))  # tests: smaller slices
 BODY_BYTES_PER_TX = 16 << 20
 FTS_KINDS = ("message", "call", "compaction")
 
