@@ -145,15 +145,17 @@ async def test_the_spool_is_private_holds_no_credential_and_goes_once_stored(
                         headers={"x-api-key": "sk-ant-SPOOLSECRET",
                                  "content-type": "application/json"})  # fmt: skip
     await resp.content.readany()
-    # In flight: the body is on disk already, beside what the proxy knows so far.
-    [meta] = _spooled(proxy.recorder.store)
+    # In flight: the body is on disk already (written by the spool's thread), beside what the
+    # proxy knows so far.
+    sent = json.dumps(MESSAGES_BODY).encode()
+    [meta] = await _until(lambda: _spooled(proxy.recorder.store), "the spool entry")
+    await _until(lambda: meta.with_suffix(".body").read_bytes() == sent, "the body spooled")
     folder = meta.parent
     for p in (spool.root(proxy.recorder.store), folder):
         assert stat.S_IMODE(p.stat().st_mode) == 0o700
     for p in folder.iterdir():
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
         assert b"SPOOLSECRET" not in p.read_bytes()
-    assert meta.with_suffix(".body").read_bytes() == json.dumps(MESSAGES_BODY).encode()
     assert json.loads(meta.read_bytes())["final"] is False
     up.release.set()
     await resp.read()

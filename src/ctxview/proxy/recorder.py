@@ -15,41 +15,79 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import queue
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ctxview.agents import failures
 from ctxview.proxy import spool
 from ctxview.proxy.record import Exchange
 from ctxview.proxy.recorder_process import EVENT, lose
 
-BUDGET = 256 << 20
+BUDGET = 256 << 20  # bytes spooled and not yet recorded
+# Bytes handed to the spool writer and not yet written: past this the disk is too slow, and the
+# record is dropped rather than held in memory.
+QUEUE_BUDGET = 64 << 20
 RESTART_SECONDS = (1.0, 60.0)  # a recorder that died is started again after this, doubling
 STOP_SECONDS = 30.0  # at the proxy's end, for the recorder to write what is left
 
 
+class _Writer(threading.Thread):
+    """The spool's writes in order, off the event loop: a 10 MB body's writes took the loop
+    4-36 ms (page-cache writeback), which every stream in flight waits for."""
+
+    def __init__(self) -> None:
+        super().__init__(name="ctxview-spool", daemon=True)
+        self.jobs: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]] | None] = (
+            queue.SimpleQueue()
+        )
+        self.done = 0  # bytes written (only this thread adds; the loop reads)
+
+    def run(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            fn, args = job
+            with contextlib.suppress(Exception):  # each job catches its own; never the thread
+                fn(*args)
+
+
 class Sink:
-    """Where one request's body goes as it is forwarded (`extend`), within the spool's budget."""
+    """Where one request's body goes as it is forwarded (`extend`), within the spool's budgets."""
 
     def __init__(self, recorder: Recorder, entry: spool.Entry | None, why: str | None) -> None:
         self.recorder = recorder
         self.entry = entry
-        self.why = why  # why it is not being spooled
+        self.why = why  # why it is not (or no longer) being spooled
         self.held = 0  # its bytes counted in the recorder's `spooled`
 
     def extend(self, chunk: bytes) -> None:
         entry = self.entry
-        if entry is None or entry.failed is not None:
+        if entry is None or self.why is not None or not chunk:
             return
         rec = self.recorder
         if rec.spooled + len(chunk) > BUDGET:
-            entry.give_up("the spool was full (the recorder is behind)")
-            self.let_go()
-        elif entry.extend(chunk):
+            self.give_up("the spool was full (the recorder is behind)")
+        elif rec.queued + len(chunk) > QUEUE_BUDGET:
+            self.give_up("the spool's disk was too slow")
+        else:
             rec.spooled += len(chunk)
             self.held += len(chunk)
-        else:  # a write failed (a full disk): the entry is given up
-            self.let_go()
+            rec.submitted += len(chunk)
+            rec.submit(self._write, entry, chunk)
+
+    def _write(self, entry: spool.Entry, chunk: bytes) -> None:
+        try:
+            entry.extend(chunk)
+        finally:
+            self.recorder.writer.done += len(chunk)
+
+    def give_up(self, why: str) -> None:
+        self.why = why
+        if self.entry is not None:
+            self.recorder.submit(self.entry.give_up, why)
+        self.let_go()
 
     def let_go(self) -> None:
         """Its bytes are no longer in the spool's budget."""
@@ -63,28 +101,42 @@ class Recorder:
         self.workspace = workspace
         self.active = 0  # requests in flight (the server counts them in and out)
         self.spooled = 0  # bytes spooled and not yet recorded
+        self.submitted = 0  # bytes handed to the spool writer
         self.written = 0
         self.lost = 0
         self.folder: Path | None = None
+        self.writer = _Writer()
         self._unavailable = "the spool folder could not be made"
         self._lock: int | None = None
         self._count = 0
+        self._writing = 0  # ended, their spool entries being finished by the writer
         self._pending: dict[str, int] = {}  # spooled, awaiting the recorder: name -> bytes
         self._idle = asyncio.Event()  # set while nothing is in flight or awaiting the recorder
         self._idle.set()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self._stopping = False
 
+    @property
+    def queued(self) -> int:
+        """Bytes handed to the spool writer and not yet written."""
+        return self.submitted - self.writer.done
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.writer.jobs.put((fn, args))
+
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         try:
             self.folder, self._lock = spool.create(self.store)
         except OSError as exc:
             # Every request goes through all the same, each loss recorded.
             self._unavailable = f"the spool folder could not be made ({exc.strerror or exc})"
             return
-        first = asyncio.get_running_loop().create_future()
-        self._supervisor = asyncio.get_running_loop().create_task(
+        self.writer.start()
+        first = self._loop.create_future()
+        self._supervisor = self._loop.create_task(
             self._supervise(first), name="ctxview-proxy-recorder"
         )
         await first  # the recorder process is started (not necessarily ready)
@@ -100,29 +152,48 @@ class Recorder:
         if self.folder is None:
             return Sink(self, None, self._unavailable)
         self._count += 1
-        name = f"{self._count:010d}"
+        entry = spool.Entry(self.folder, f"{self._count:010d}")
         try:
-            entry = spool.Entry(self.folder, name, ex)
-        except OSError as exc:
-            return Sink(self, None, spool._why(exc))
+            self.submit(entry.open, spool.meta_bytes(ex, final=False))
+        except Exception as exc:  # recording never fails a request
+            return Sink(self, None, failures.describe(exc, 0))
         return Sink(self, entry, None)
 
     def finish(self, sink: Sink, ex: Exchange) -> None:
-        """The request ended: its record handed to the recorder process (never raises)."""
+        """The request ended: its final record to the spool, then named to the recorder process
+        (never raises)."""
         self.active -= 1
-        entry = sink.entry
         try:
-            if entry is None:
+            if sink.entry is None or sink.why is not None:
                 self._lose(ex, sink.why or "it was not spooled")
-            elif not entry.finish(ex):
-                sink.let_go()
-                self._lose(ex, entry.failed or "its spool entry could not be written")
             else:
-                self._pending[entry.name] = sink.held  # let go when the recorder answers
-                self._notify(entry.name)
-        except Exception as exc:  # recording never fails a request
-            sink.let_go()
+                self._writing += 1
+                self.submit(self._finish, sink, ex, spool.meta_bytes(ex, final=True))
+        except Exception as exc:
+            sink.give_up(failures.describe(exc, 0))
             self._lose(ex, failures.describe(exc, 0))
+        self._check_idle()
+
+    def _finish(self, sink: Sink, ex: Exchange, meta: bytes) -> None:
+        """In the writer thread: the entry's last write, then back to the loop."""
+        assert sink.entry is not None and self._loop is not None
+        try:
+            ok = sink.entry.finish(meta)
+        except Exception as exc:
+            sink.entry.give_up(failures.describe(exc, 0))
+            ok = False
+        with contextlib.suppress(RuntimeError):  # the loop closed: the next start records it
+            self._loop.call_soon_threadsafe(self._spooled, sink, ex, ok)
+
+    def _spooled(self, sink: Sink, ex: Exchange, ok: bool) -> None:
+        assert sink.entry is not None
+        self._writing -= 1
+        if ok:
+            self._pending[sink.entry.name] = sink.held  # let go when the recorder answers
+            self._notify(sink.entry.name)
+        else:
+            sink.let_go()
+            self._lose(ex, sink.entry.failed or "its spool entry could not be written")
         self._check_idle()
 
     async def drain(self) -> None:
@@ -134,6 +205,10 @@ class Recorder:
         """The recorder told to finish (its stdin closed) and waited for, up to STOP_SECONDS;
         one still busy goes on by itself and removes the folder when done."""
         self._stopping = True
+        if self.writer.is_alive():  # the spool's last writes, and their names to the recorder
+            self.writer.jobs.put(None)
+            await asyncio.to_thread(self.writer.join, STOP_SECONDS)
+            await asyncio.sleep(0)  # the writer's last call_soon_threadsafe run
         proc = self._proc
         if proc is not None and proc.stdin is not None:
             with contextlib.suppress(Exception):
@@ -146,7 +221,7 @@ class Recorder:
             self._lock = None
 
     def _check_idle(self) -> None:
-        if self.active <= 0 and not self._pending:
+        if self.active <= 0 and self._writing <= 0 and not self._pending:
             self._idle.set()
 
     def _notify(self, name: str) -> None:

@@ -106,36 +106,37 @@ def remove(folder: Path) -> None:
 
 
 class Entry:
-    """One exchange being spooled. `extend` takes the body's chunks as they are forwarded;
-    on a write error (a full disk or quota) or past the caller's budget the entry is given up:
-    its files go, `failed` says why, and the request goes on unrecorded."""
+    """One exchange's files. Its methods do the I/O and are called in order by one thread (the
+    recorder's spool writer, off the event loop). A write error (a full disk or quota) gives the
+    entry up: its files go and `failed` says why; the request goes on unrecorded."""
 
-    def __init__(self, folder: Path, name: str, ex: Exchange) -> None:
+    def __init__(self, folder: Path, name: str) -> None:
         self.folder = folder
         self.name = name
-        self.size = 0
         self.failed: str | None = None
         self._fd: int | None = None
-        self._fd = os.open(self.path(".body"), os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                           | os.O_CLOEXEC, 0o600)  # fmt: skip
-        self.write_meta(ex, final=False)
 
     def path(self, suffix: str) -> Path:
         return self.folder / f"{self.name}{suffix}"
 
-    def extend(self, chunk: bytes) -> bool:
-        """False when the entry is given up (now or before)."""
+    def open(self, meta: bytes) -> None:
+        """The body's file made, and what is known of the exchange at its start."""
+        try:
+            self._fd = os.open(self.path(".body"), os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                               | os.O_CLOEXEC, 0o600)  # fmt: skip
+            self._meta(meta)
+        except OSError as exc:
+            self.give_up(_why(exc))
+
+    def extend(self, chunk: bytes) -> None:
         if self._fd is None:
-            return False
+            return
         try:
             view = memoryview(chunk)
             while view:
                 view = view[os.write(self._fd, view) :]
         except OSError as exc:
             self.give_up(_why(exc))
-            return False
-        self.size += len(chunk)
-        return True
 
     def give_up(self, why: str) -> None:
         if self.failed is None:
@@ -151,9 +152,8 @@ class Entry:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-    def write_meta(self, ex: Exchange, *, final: bool) -> None:
-        """What the proxy saw besides the body; the final one replaces the first atomically."""
-        raw = json.dumps(to_meta(ex, final=final), ensure_ascii=False).encode()
+    def _meta(self, raw: bytes) -> None:
+        """Written whole, then renamed over the one before: a reader sees one or the other."""
         tmp = self.path(".json.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
@@ -164,17 +164,21 @@ class Entry:
             os.close(fd)
         os.replace(tmp, self.path(".json"))
 
-    def finish(self, ex: Exchange) -> bool:
+    def finish(self, meta: bytes) -> bool:
         """The exchange ended: its final record written. False when it was given up."""
         self._close()
         if self.failed is not None:
             return False
         try:
-            self.write_meta(ex, final=True)
+            self._meta(meta)
         except OSError as exc:
             self.give_up(_why(exc))
             return False
         return True
+
+
+def meta_bytes(ex: Exchange, *, final: bool) -> bytes:
+    return json.dumps(to_meta(ex, final=final), ensure_ascii=False).encode()
 
 
 def _why(exc: OSError) -> str:
