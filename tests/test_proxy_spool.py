@@ -196,6 +196,10 @@ async def test_a_proxy_killed_mid_record_leaves_it_to_its_recorder(
         s = aiohttp.ClientSession()
         held = await s.post(f"{p.base}/v1/messages", json=MESSAGES_BODY)
         await held.content.readany()
+        sent = json.dumps(MESSAGES_BODY).encode()  # aiohttp's json= writes it so
+        await _until(lambda: [m for m in _spooled(store) if not json.loads(m.read_bytes())["final"]
+                              and m.with_suffix(".body").read_bytes() == sent],
+                     "the request in flight spooled")  # fmt: skip
         recorder = await p.recorder()
         await p.kill()
         held.close()

@@ -164,9 +164,9 @@ class Recorder:
         (never raises)."""
         self.active -= 1
         try:
-            if sink.entry is None or sink.why is not None:
+            if sink.entry is None:
                 self._lose(ex, sink.why or "it was not spooled")
-            else:
+            else:  # through the writer even when given up: lost once its files are gone
                 self._writing += 1
                 self.submit(self._finish, sink, ex, spool.meta_bytes(ex, final=True))
         except Exception as exc:
