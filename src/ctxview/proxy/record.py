@@ -1,5 +1,5 @@
-"""One proxied exchange as the rows the store keeps. Pure (no I/O): the recorder calls it off
-the request's path and writes what it returns.
+"""One proxied exchange as the rows the store keeps. Pure (no I/O): the recorder process calls
+it and writes what it returns.
 
 A request the model answers is stored the way the import of Claude Code's own records stores
 them (`importers/api_requests.py`): its system+tools shape once under its hash, each message
@@ -56,6 +56,9 @@ class Exchange:
     # what the upstream received), and the elided texts by id, which the recorder stores.
     rewritten: bool = False
     elided: dict[int, str] = field(default_factory=dict)
+    # Its record's id, given when it starts: a spool entry recorded twice (a recorder killed
+    # between the store's commit and the entry's removal) is the same row again.
+    rid: str = field(default_factory=lambda: f"px_{uuid.uuid4().hex}")
 
 
 @dataclass
@@ -121,7 +124,7 @@ def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:
         else _fallback_session(lower)
     )
     thread: Thread = thread_of(session)
-    rid = f"px_{uuid.uuid4().hex}"
+    rid = ex.rid
     sha = hashlib.sha256(ex.body).hexdigest()
     answer = ex.answer
     answer_json = _dumps(answer.body) if answer and answer.body is not None else None

@@ -1,6 +1,7 @@
 """The proxy itself: listens on 127.0.0.1, forwards each request to its upstream as it comes
 (the body streamed through, not buffered), streams the answer back chunk by chunk as it
-arrives, and hands what it saw to the recorder, which never holds a request up.
+arrives, and spools what it saw (`recorder.py`) for the recorder process, which never holds a
+request up.
 
 Who may use it: a request must carry the proxy's secret, first in its path (the base URL the
 proxy prints, `http://127.0.0.1:PORT/<secret>`, works for any client that takes a base URL)
@@ -27,7 +28,7 @@ from ctxview.proxy import headers as hdr
 from ctxview.proxy import protocols
 from ctxview.proxy.answers import Assembler
 from ctxview.proxy.record import Exchange
-from ctxview.proxy.recorder import Recorder
+from ctxview.proxy.recorder import Recorder, Sink
 from ctxview.proxy.rewrite import Rewriter
 
 CONNECT_TIMEOUT = 30.0  # seconds to reach the upstream; an answer itself may take its time
@@ -161,8 +162,7 @@ class Proxy:
         ex = Exchange(method=request.method, path=forwarded, upstream=upstream,
                       protocol=protocol, request_headers=pairs, body=b"",
                       started=self.clock())  # fmt: skip
-        body = bytearray()
-        self.recorder.request_started()
+        body = self.recorder.begin(ex)  # the body spooled chunk by chunk as it is forwarded
         try:
             return await self._forward(request, ex, body, t0)
         except asyncio.CancelledError:
@@ -178,14 +178,11 @@ class Proxy:
                 )
             raise
         finally:
-            self.recorder.request_ended()
-            ex.body = bytes(body)
-            del body[:]
             if ex.total_ms is None:
                 ex.total_ms = (time.perf_counter() - t0) * 1000
-            self.recorder.put(ex)
+            self.recorder.finish(body, ex)
 
-    async def _forward(self, request: web.Request, ex: Exchange, body: bytearray,
+    async def _forward(self, request: web.Request, ex: Exchange, body: Sink,
                        t0: float) -> web.StreamResponse:  # fmt: skip
         assert self._client is not None
 
@@ -257,7 +254,7 @@ class Proxy:
                 await resp.write_eof()
             return resp
 
-    async def _rewritten(self, request: web.Request, ex: Exchange, body: bytearray) -> bytes:
+    async def _rewritten(self, request: web.Request, ex: Exchange, body: Sink) -> bytes:
         raw = await request.read()
         rw = self.rewriter
         try:

@@ -195,6 +195,11 @@ class Writer:
                 self._renew_leases(), name="ctxview-lease"
             )
 
+    def keep_live(self, session_id: str) -> None:
+        """Keep a session this writer wrote other rows of (the proxy's records) live while it is
+        open, as its events would."""
+        self._lease(session_id)
+
     def _unlease(self, session_id: str) -> None:
         self._leased.discard(session_id)
 
