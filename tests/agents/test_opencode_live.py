@@ -172,3 +172,54 @@ def test_opencode_compaction_records_a_boundary_and_gives_the_files_read_table(
         assert kinds == ["result", "result", "compaction", "result"]
         assert data["table"] == table
         assert summarised  # OpenCode's summary request reached the model
+
+
+def test_the_plugins_recall_answers_from_this_sessions_store(tmp_path: Path) -> None:
+    with project(tmp_path) as p:
+        steps = [
+            {"tool": "bash", "input": {"command": "seq 1 1000", "description": "count"}},
+            {"tool": "recall", "input": {"id": "#1000", "offset": None, "limit": None}},
+            {"tool": "recall", "input": {"id": "1000", "offset": 998, "limit": 2}},
+            {"tool": "recall", "input": {"id": "#ffff", "offset": None, "limit": None}},
+            {"text": "Done."},
+        ]
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            events = p.run("go")
+        sid = _session_of(events)
+        offered = [t["name"] for t in api.main_requests[0]["tools"]]
+        assert "recall" in offered, offered
+        got = tool_results(api.main_requests[-1])
+        assert "lines elided" in got["toolu_0001_bash"]  # capped: the model lacks lines
+        # §4: the whole output again, then a window of it; an unknown id in one line.
+        whole = got["toolu_0002_recall"].split("\n")
+        assert whole[0] == "[#1001 recall #1000 lines 1-1000 of 1000]"
+        assert whole[1:] == [str(i) for i in range(1, 1001)]
+        assert got["toolu_0003_recall"] == "[#1002 recall #1000 lines 998-999 of 1000]\n998\n999"
+        assert got["toolu_0004_recall"] == "[#1003] No stored result #ffff in this session."
+        # Each recall stored once, in this session, with the text the model got.
+        rows = _stored(p.store)
+        assert {s for s, _, _ in rows} == {f"oc-{sid}"}
+        assert [(ref, shown) for _, ref, shown in rows] == list(got.items())
+
+
+def test_recall_with_the_engine_down_says_so_and_opencode_goes_on(tmp_path: Path) -> None:
+    with project(tmp_path) as p:
+        steps = [{"tool": "recall", "input": {"id": "#1000", "offset": None, "limit": None}},
+                 {"text": "Done."}]  # fmt: skip
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            ep = Path(f"{p.store}.hook-endpoint.json")
+            ep.write_text(json.dumps({**json.loads(ep.read_text()), "port": 1}))
+            events = p.run("go")
+        sid = _session_of(events)
+        answer = tool_results(api.main_requests[-1])["toolu_0001_recall"]
+        assert answer.startswith("recall failed: ctxview's engine did not answer ("), answer
+        assert f"`ctxview recall ID --session oc-{sid}`" in answer and "\n" not in answer
+        log = [json.loads(line) for line in Path(f"{p.store}.hook-failures.jsonl").read_text(
+            ).splitlines()]  # fmt: skip
+        assert [(e["event"], e["tool_use_id"], e["session_id"]) for e in log] == [
+            ("opencode.recall", "toolu_0001_recall", sid)]  # fmt: skip
+        assert any(e.get("type") == "text" for e in events)  # the run went on to its answer

@@ -14,6 +14,8 @@ Per tool, what the model gets (README "Use it with OpenCode"):
 - edit, write, multiedit, patch: the diff from OpenCode's own `filediff` (before and after),
   with its id; without one, the capped generic text.
 - anything else (webfetch, task, todowrite, an MCP tool but ctxview's own): the capped text.
+- recall: the plugin's own tool (its context names the session, which an MCP call does not):
+  §4 from this session's store, the recall itself stored.
 Each step holds the session's lock (`live.session_lock`, the one `ctxview mcp`'s recall takes)
 and first takes in what another writer stored (`Session.catch_up`), so ids are never given twice.
 """
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from ctxview.agents.claude_code.hooks import HookEngine
     from ctxview.agents.hook_trace import Trace
 
-PREFIX = "opencode."  # the plugin's events: opencode.tool, opencode.compacted
+PREFIX = "opencode."  # the plugin's events: opencode.tool, opencode.recall, opencode.compacted
 OWN_TOOLS = ("ctxview_",)  # ctxview's MCP tools as OpenCode names them: already answered
 MAX_FILE_BYTES = 64 << 20
 _EDITS = ("edit", "write", "multiedit")
@@ -90,6 +92,8 @@ async def respond(engine: HookEngine, event: str, payload: dict[str, Any], trace
         try:
             if event == "opencode.tool":
                 out = await _tool(served.session, payload)
+            elif event == "opencode.recall":
+                out = await _recall(served.session, payload)
             elif event == "opencode.compacted":
                 out = await _compacted(served, payload)
             else:
@@ -181,6 +185,15 @@ async def _read(session: Session, args: dict[str, Any], how: Read, ref: str | No
         how.path, _key(session, how.path), how.first, how.lines, total, sha,
         call_ref=ref, seen=seen,
     )  # fmt: skip
+
+
+async def _recall(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """§4 for the plugin's own `recall` tool: this session's stored result (an unknown id is
+    the engine's one-line answer), stored itself under OpenCode's call id."""
+    given = a if isinstance(a := p.get("input"), dict) else {}
+    args = {k: v for k, v in given.items() if k in ("id", "offset", "limit")}
+    ref = c if isinstance(c := p.get("tool_use_id"), str) and c else None
+    return {"output": await session.run("recall", args, call_ref=ref)}
 
 
 def _edited(args: dict[str, Any], before: Any) -> Edit | None:

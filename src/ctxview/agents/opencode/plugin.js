@@ -1,8 +1,10 @@
 // ctxview for OpenCode, written by `ctxview install opencode` (removed by `ctxview uninstall
 // opencode`). Each tool result goes to ctxview's resident engine for this store before the model
 // sees it, and the engine's 3.0.0 text replaces `output.output` in place; after a compaction the
-// files-read table follows OpenCode's summary. On any trouble (no engine, a timeout, a bug) the
-// tool's own output goes through and the failure is written where `ctxview doctor` reads it.
+// files-read table follows OpenCode's summary. `recall` is a tool of this plugin (OpenCode's MCP
+// calls do not say whose session they are; a plugin tool's context does). On any trouble (no
+// engine, a timeout, a bug) the tool's own output goes through and the failure is written where
+// `ctxview doctor` reads it.
 import { spawn } from "node:child_process"
 import { appendFileSync, readFileSync, statSync } from "node:fs"
 import { homedir } from "node:os"
@@ -81,6 +83,26 @@ function fileText(path) {
   }
 }
 
+const recalled = new Set() // callIDs of recall calls: the engine stored them as it answered
+
+// OpenCode 1.18 takes a plugin tool's args as zod or, without zod (none is installed beside this
+// file), as JSON Schema properties, every one of them required: so offset and limit may be null.
+const RECALL = {
+  description:
+    "Show a stored tool result of this session again, in full: the lines a cap elided or a " +
+    "stub left out. `id` is the result's id as its bracket shows it (#a3f2); offset (1-based " +
+    "first line) and limit (how many lines) are null for the start.",
+  args: {
+    id: { type: "string", description: "the result's id, as #a3f2" },
+    offset: { type: ["integer", "null"], description: "first line to show (1-based), or null" },
+    limit: { type: ["integer", "null"], description: "how many lines, or null" },
+  },
+}
+
+function why(err) {
+  return `${err?.name ?? "Error"}: ${err?.message ?? err}`
+}
+
 const tables = new Map() // summary message id -> the files-read table after it
 const asked = new Set() // summary message ids the engine was told of
 
@@ -94,6 +116,31 @@ function text(parts) {
 export const CtxviewPlugin = async ({ directory }) => {
   start()
   return {
+    tool: {
+      recall: {
+        ...RECALL,
+        execute: async (args, context) => {
+          const input = {}
+          for (const key of ["id", "offset", "limit"]) {
+            if (args?.[key] !== null && args?.[key] !== undefined) input[key] = args[key]
+          }
+          recalled.add(context.callID)
+          try {
+            const answer = await ask("opencode.recall", {
+              session_id: context.sessionID, tool_use_id: context.callID, input,
+              directory, database: database(),
+            })
+            if (typeof answer?.output !== "string") throw new Error("the engine gave no text")
+            return answer.output
+          } catch (err) {
+            record("opencode.recall", why(err),
+              { session_id: context.sessionID, tool_use_id: context.callID })
+            return `recall failed: ctxview's engine did not answer (${why(err)}); the result ` +
+              `is kept: \`ctxview recall ID --session oc-${context.sessionID}\` shows it.`
+          }
+        },
+      },
+    },
     "tool.execute.before": async (input, output) => {
       // An edit's diff needs the file as it was: OpenCode 1.18 reports only a patch.
       const path = output?.args?.filePath
@@ -104,6 +151,7 @@ export const CtxviewPlugin = async ({ directory }) => {
     "tool.execute.after": async (input, output) => {
       const was = before.get(input.callID)
       before.delete(input.callID)
+      if (recalled.delete(input.callID)) return // the engine's own answer, stored already
       if (typeof output?.output !== "string") return
       const body = {
         session_id: input.sessionID, tool_name: input.tool, tool_use_id: input.callID,
@@ -115,7 +163,7 @@ export const CtxviewPlugin = async ({ directory }) => {
         const answer = await ask("opencode.tool", body)
         if (typeof answer?.output === "string") output.output = answer.output
       } catch (err) {
-        record("opencode.tool", `${err?.name ?? "Error"}: ${err?.message ?? err}`,
+        record("opencode.tool", why(err),
           { session_id: input.sessionID, tool_name: input.tool, tool_use_id: input.callID })
       }
     },
@@ -140,7 +188,7 @@ export const CtxviewPlugin = async ({ directory }) => {
           })
           if (typeof answer?.table === "string" && answer.table) tables.set(id, answer.table)
         } catch (err) {
-          record("opencode.compacted", `${err?.name ?? "Error"}: ${err?.message ?? err}`,
+          record("opencode.compacted", why(err),
             { session_id: summary.info.sessionID })
         }
       }
