@@ -6,13 +6,17 @@ exactly the texts the model was sent."""
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic
-from opencode_helpers import Project, needs_opencode, project, texts, tool_results
+from opencode_helpers import CTXVIEW, Project, needs_opencode, project, texts, tool_results
 
 pytestmark = [needs_opencode, pytest.mark.e2e]
 
@@ -172,6 +176,18 @@ def test_opencode_compaction_records_a_boundary_and_gives_the_files_read_table(
         assert kinds == ["result", "result", "compaction", "result"]
         assert data["table"] == table
         assert summarised  # OpenCode's summary request reached the model
+        # The import of OpenCode's database adds its messages, not a second boundary or call.
+        done = p.ctxview("import", str(p.database))
+        assert done.returncode == 0, done.stderr
+        conn = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+        try:
+            kinds = [k for (k,) in conn.execute(
+                "SELECT kind FROM events WHERE kind IN ('result', 'compaction', 'message') "
+                "ORDER BY seq")]  # fmt: skip
+        finally:
+            conn.close()
+        assert [k for k in kinds if k != "message"] == ["result", "result", "compaction", "result"]
+        assert "message" in kinds
 
 
 def test_the_plugins_recall_answers_from_this_sessions_store(tmp_path: Path) -> None:
@@ -223,3 +239,65 @@ def test_recall_with_the_engine_down_says_so_and_opencode_goes_on(tmp_path: Path
         assert [(e["event"], e["tool_use_id"], e["session_id"]) for e in log] == [
             ("opencode.recall", "toolu_0001_recall", sid)]  # fmt: skip
         assert any(e.get("type") == "text" for e in events)  # the run went on to its answer
+
+
+def _messages(store: Path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return list(conn.execute("SELECT role, text FROM events WHERE kind = 'message' "
+                                 "ORDER BY seq"))  # fmt: skip
+    finally:
+        conn.close()
+
+
+def _follow_until(p: Project, path: Path, said: tuple[str, str]) -> None:
+    """`ctxview follow --no-view PATH` until the store has the message `said`, then ^C."""
+    proc = subprocess.Popen([str(CTXVIEW), "follow", "--no-view", str(path)], cwd=p.root,
+                            env=p.env(), stderr=subprocess.PIPE, text=True)  # fmt: skip
+    lines: list[str] = []
+    reading = threading.Thread(target=lambda: lines.extend(proc.stderr or []), daemon=True)
+    reading.start()
+    deadline = time.monotonic() + 90
+    while not any(x.startswith("Following") for x in lines) or said not in _messages(p.store):
+        assert proc.poll() is None and time.monotonic() < deadline, lines
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    reading.join(timeout=30)
+    assert proc.returncode == 0, lines
+
+
+def test_import_and_follow_of_a_plugged_session_add_its_messages_not_its_calls(
+    tmp_path: Path,
+) -> None:
+    with project(tmp_path) as p:
+        f, steps = _script(p)
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            sid = _session_of(p.run("go"))
+        hooked = _stored(p.store)
+        assert len(hooked) == 7
+        # `ctxview import` of OpenCode's data folder: the prompts and answers join the session,
+        # the calls the plugin stored are not stored again.
+        done = p.ctxview("import", str(p.database.parent))
+        assert done.returncode == 0, done.stderr
+        assert _stored(p.store) == hooked, done.stderr
+        said = _messages(p.store)
+        assert ("user", "go") in said and ("assistant", "Done.") in said
+        # The session goes on, plugged, while `follow` reads OpenCode's database.
+        more = [{"tool": "read", "input": {"filePath": str(f)}}, {"text": "Done again."}]
+        with FakeAnthropic(more, prefix="b") as api:
+            p.write_config(api.url)
+            p.run("again", "--session", sid)
+        hooked = _stored(p.store)
+        assert len(hooked) == 8 and hooked[-1][1] == "toolu_b0001_read"
+        _follow_until(p, p.database, ("assistant", "Done again."))
+        assert _stored(p.store) == hooked
+        said = _messages(p.store)
+        assert said.count(("user", "go")) == 1 and ("user", "again") in said
+        conn = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+        try:
+            assert [s for (s,) in conn.execute("SELECT id FROM sessions")] == [f"oc-{sid}"]
+        finally:
+            conn.close()
