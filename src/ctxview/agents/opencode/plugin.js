@@ -69,6 +69,18 @@ async function ask(event, body) {
   return await answer.json()
 }
 
+// bench/bench_opencode_plugin.py: with CTXVIEW_PLUGIN_TIMES set to a file, each tool call's
+// milliseconds by the plugin's own clock go there (the engine's round trip, the whole hook).
+const TIMES = process.env.CTXVIEW_PLUGIN_TIMES
+
+function times(input, began, asked, answered) {
+  try {
+    const line = { tool: input.tool, call: input.callID, engine_ms: answered === null ? null : answered - asked,
+      hook_ms: performance.now() - began }
+    appendFileSync(TIMES, JSON.stringify(line) + "\n")
+  } catch {}
+}
+
 const EDITS = new Set(["edit", "write", "multiedit"])
 const MAX_FILE_BYTES = 64 << 20
 const before = new Map() // callID -> the edited file's text before the edit (null: none)
@@ -149,6 +161,7 @@ export const CtxviewPlugin = async ({ directory }) => {
       if (text !== undefined) before.set(input.callID, text)
     },
     "tool.execute.after": async (input, output) => {
+      const began = performance.now()
       const was = before.get(input.callID)
       before.delete(input.callID)
       if (recalled.delete(input.callID)) return // the engine's own answer, stored already
@@ -159,13 +172,18 @@ export const CtxviewPlugin = async ({ directory }) => {
         directory, database: database(),
       }
       if (was !== undefined) body.before = was
+      let asked = began
+      let answered = null // stays null when the engine did not answer
       try {
+        asked = performance.now()
         const answer = await ask("opencode.tool", body)
+        answered = performance.now()
         if (typeof answer?.output === "string") output.output = answer.output
       } catch (err) {
         record("opencode.tool", why(err),
           { session_id: input.sessionID, tool_name: input.tool, tool_use_id: input.callID })
       }
+      if (TIMES) times(input, began, asked, answered)
     },
     "experimental.chat.messages.transform": async (_input, output) => {
       const messages = output?.messages
