@@ -34,6 +34,7 @@ from fake_anthropic import FakeAnthropic
 from opencode_helpers import OPENCODE, Project
 
 from ctxview.agents import hook_trace
+from ctxview.agents.engine_socket import socket_file
 from ctxview.agents.hook_client import stop
 from ctxview.agents.hook_trace import pct
 
@@ -84,33 +85,38 @@ def run(p: Project, hooked: bool, n: int, times: Path, bodies: list[dict[str, An
     return out
 
 
-# The same requests from the same runtime (the Bun inside OpenCode's binary, BUN_BE_BUN=1) to the
-# same engine, one every GAP_MS as a model's turns space them, without OpenCode around them.
+# The same requests from the same runtime (the Bun inside OpenCode's binary, BUN_BE_BUN=1) through
+# the plugin's own `exchange` (cut from plugin.js) to the same engine, one every GAP_MS as a
+# model's turns space them, without OpenCode around them.
 DIRECT_JS = """
 import { readFileSync, writeFileSync } from "node:fs"
-const [store, bodiesPath, outPath, gap] = process.argv.slice(2)
-const ep = JSON.parse(readFileSync(store + ".hook-endpoint.json", "utf8"))
+const [SOCKET, bodiesPath, outPath, gap] = process.argv.slice(2)
+const BUDGET_MS = 2000
+EXCHANGE
 const out = []
 for (const body of JSON.parse(readFileSync(bodiesPath, "utf8"))) {
   await new Promise((r) => setTimeout(r, Number(gap)))
   const began = performance.now()
-  const answer = await fetch(`http://127.0.0.1:${ep.port}/hook/opencode.tool`, {
-    method: "POST", body: JSON.stringify({ hook_event_name: "opencode.tool", ...body }),
-    headers: { "content-type": "application/json", "x-ctxview-secret": ep.secret },
-  })
-  if (!answer.ok || typeof (await answer.json()).output !== "string") throw new Error("no answer")
+  const text = await exchange(`opencode.tool\\n${JSON.stringify(body)}`, Date.now() + BUDGET_MS)
+  if (typeof JSON.parse(text).output !== "string") throw new Error("no answer")
   out.push({ tool: body.tool_name, ms: performance.now() - began })
 }
 writeFileSync(outPath, JSON.stringify(out))
 """
 GAP_MS = 20
+PLUGIN_JS = (
+    Path(__file__).resolve().parents[1] / "src" / "ctxview" / "agents" / "opencode" / "plugin.js"
+)
 
 
 def direct(store: Path, bodies: list[dict[str, Any]], tmp: Path) -> dict[str, list[float]]:
     script, sent, got = tmp / "direct.mjs", tmp / "direct-bodies.json", tmp / "direct-out.json"
-    script.write_text(DIRECT_JS)
-    sent.write_text(json.dumps(bodies))
-    done = subprocess.run([str(BINARY), str(script), str(store), str(sent), str(got), str(GAP_MS)],
+    plugin = PLUGIN_JS.read_text()
+    cut = plugin[plugin.index("function exchange(") : plugin.index("function within(")]
+    script.write_text(DIRECT_JS.replace("EXCHANGE", cut))
+    sent.write_text(json.dumps([{"hook_event_name": "opencode.tool", **b} for b in bodies]))
+    where = socket_file(str(store))
+    done = subprocess.run([str(BINARY), str(script), where, str(sent), str(got), str(GAP_MS)],
                           env={**os.environ, "BUN_BE_BUN": "1"}, capture_output=True, text=True,
                           timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

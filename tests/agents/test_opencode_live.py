@@ -18,6 +18,9 @@ import pytest
 from fake_anthropic import FakeAnthropic
 from opencode_helpers import CTXVIEW, Project, needs_opencode, project, texts, tool_results
 
+from ctxview.agents.engine_socket import socket_file
+from ctxview.agents.hook_client import stop
+
 pytestmark = [needs_opencode, pytest.mark.e2e]
 
 
@@ -34,6 +37,18 @@ def _stored(store: Path) -> list[tuple[str, str, str | None]]:
             "e.session AND b.rid = e.rid WHERE e.kind = 'result' ORDER BY e.seq"))  # fmt: skip
     finally:
         conn.close()
+
+
+def _unreachable(p: Project) -> None:
+    """The installed plugin pointed at a socket nobody listens on, in a private folder of its
+    own: the engine it starts (at the store's real socket) cannot be reached."""
+    dead = p.root.parent / "dead"
+    dead.mkdir(mode=0o700)
+    plugin = p.root / ".opencode" / "plugin" / "ctxview.js"
+    text = plugin.read_text()
+    real = json.dumps(socket_file(str(p.store)))
+    assert real in text
+    plugin.write_text(text.replace(real, json.dumps(str(dead / "engine.sock"))))
 
 
 def _script(p: Project) -> tuple[Path, list[dict[str, Any]]]:
@@ -115,10 +130,7 @@ def test_a_failing_plugin_leaves_opencode_its_own_outputs(tmp_path: Path) -> Non
         with FakeAnthropic([*steps[:2], {"text": "Done."}]) as api:
             p.write_config(api.url)
             assert p.ctxview("install", "opencode").returncode == 0
-            # The engine's port taken from it: the plugin cannot reach it.
-            ep = Path(f"{p.store}.hook-endpoint.json")
-            data = json.loads(ep.read_text())
-            ep.write_text(json.dumps({**data, "port": 1}))
+            _unreachable(p)
             events = p.run("read a.py twice")
         got = tool_results(api.main_requests[-1])
         assert got["toolu_0001_read"].startswith(f"<path>{f}</path>")
@@ -227,8 +239,7 @@ def test_recall_with_the_engine_down_says_so_and_opencode_goes_on(tmp_path: Path
         with FakeAnthropic(steps) as api:
             p.write_config(api.url)
             assert p.ctxview("install", "opencode").returncode == 0
-            ep = Path(f"{p.store}.hook-endpoint.json")
-            ep.write_text(json.dumps({**json.loads(ep.read_text()), "port": 1}))
+            _unreachable(p)
             events = p.run("go")
         sid = _session_of(events)
         answer = tool_results(api.main_requests[-1])["toolu_0001_recall"]
@@ -301,3 +312,27 @@ def test_import_and_follow_of_a_plugged_session_add_its_messages_not_its_calls(
             assert [s for (s,) in conn.execute("SELECT id FROM sessions")] == [f"oc-{sid}"]
         finally:
             conn.close()
+
+
+def test_the_plugin_starts_the_engine_again_when_it_has_gone(tmp_path: Path) -> None:
+    """The engine exits after a long idle time (or is stopped): the plugin's next call starts it
+    again, within the same OpenCode run, and the session goes on where it was."""
+    with project(tmp_path) as p:
+        f = p.root / "a.py"
+        f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
+        read = {"tool": "read", "input": {"filePath": str(f)}}
+
+        def engine_gone(body: dict[str, Any]) -> dict[str, Any]:
+            assert stop(p.store)  # the engine answered the first read, and has now exited
+            return read
+
+        with FakeAnthropic([read, engine_gone, {"text": "Done."}]) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            p.run("go")
+        got = tool_results(api.main_requests[-1])
+        assert got["toolu_0001_read"].startswith(f"[#1000 {f} lines 1-10 of 10 sha ")
+        assert got["toolu_0002_read"].startswith(f"[#1001 {f} lines 1-10 of 10 sha "), got
+        assert got["toolu_0002_read"].endswith("Unchanged since #1000, which already shows "
+                                               "lines 1-10.")  # fmt: skip
+        assert not Path(f"{p.store}.hook-failures.jsonl").exists()
