@@ -91,7 +91,7 @@ async def respond(engine: HookEngine, event: str, payload: dict[str, Any], trace
     try:
         return await _step(engine, state, event, key, sid, payload, trace)
     finally:
-        trace.done()  # for `ctxview doctor` and the bench, as Claude Code's hooks' traces
+        trace.done()  # in <store>.hook-trace.jsonl beside Claude Code's hooks' (the bench reads it)
         if engine.on_trace is not None:
             engine.on_trace(trace)
 
