@@ -2,13 +2,17 @@
 (tests/agents/opencode) against the scripted model. Rounds of two runs, plain and with `ctxview
 install opencode`, interleaved (the order swapped each round) so a change of the machine's load
 falls on both; each run is one `opencode run` of `--calls` reads of one file (a range moving
-by a line) and as many `echo`s. Two figures per tool:
+by a line) and as many `echo`s. Per tool, p50 and p95 of:
 
 - OpenCode's own record of each tool part (`state.time.end - start`, which spans
-  `tool.execute.after`): p50 and p95 plain and hooked, and the difference;
-- the plugin's own clock (`CTXVIEW_PLUGIN_TIMES`, plugin.js): the engine's round trip (the
-  http request to the resident engine and its answer) and the whole `tool.execute.after`,
-  beside the engine's own time to answer (its trace, `<store>.hook-trace.jsonl`).
+  `tool.execute.after`), plain and hooked, and the difference;
+- the plugin's own clock (`CTXVIEW_PLUGIN_TIMES`, plugin.js): its round trip to the resident
+  engine (the request over the engine's command socket and the answer) and the whole
+  `tool.execute.after`;
+- the same requests (a plain run's parts, as the plugin would send them) sent by the Bun inside
+  OpenCode's binary alone, through the plugin's own `exchange`, to the same engine: the hop
+  without OpenCode around it;
+- the engine's own phases for OpenCode's calls (its trace, `<store>.hook-trace.jsonl`).
 
 All runs share one store, so its resident engine is running after a first hooked run that is
 not counted, as after a user's first session; each run's first call of each tool is left out
