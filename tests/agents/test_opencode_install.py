@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ctxview.agents.engine_socket import socket_file
+
 CTXVIEW = Path(sys.executable).with_name("ctxview")
 
 
@@ -35,7 +37,8 @@ def test_install_then_uninstall_restores_the_project_exactly(tmp_path: Path) -> 
     plugin = proj / ".opencode" / "plugin" / "ctxview.js"
     text = plugin.read_text()
     assert json.dumps(str(store.resolve())) in text and "tool.execute.after" in text
-    assert Path(f"{store}.hook-endpoint.json").exists()  # the port and secret: not in the project
+    assert json.dumps(socket_file(str(store.resolve()))) in text  # the engine's private socket
+    assert "secret" not in text
     assert (proj / "opencode.json").read_text() == '{"model": "x/y"}\n'  # not edited
     again = _ctxview(proj, home, store, "install", "opencode")
     assert "already set up" in again.stdout and plugin.read_text() == text

@@ -6,13 +6,20 @@ exactly the texts the model was sent."""
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic
-from opencode_helpers import Project, needs_opencode, project, texts, tool_results
+from opencode_helpers import CTXVIEW, Project, needs_opencode, project, texts, tool_results
+
+from ctxview.agents.engine_socket import socket_file
+from ctxview.agents.hook_client import stop
 
 pytestmark = [needs_opencode, pytest.mark.e2e]
 
@@ -30,6 +37,18 @@ def _stored(store: Path) -> list[tuple[str, str, str | None]]:
             "e.session AND b.rid = e.rid WHERE e.kind = 'result' ORDER BY e.seq"))  # fmt: skip
     finally:
         conn.close()
+
+
+def _unreachable(p: Project) -> None:
+    """The installed plugin pointed at a socket nobody listens on, in a private folder of its
+    own: the engine it starts (at the store's real socket) cannot be reached."""
+    dead = p.root.parent / "dead"
+    dead.mkdir(mode=0o700)
+    plugin = p.root / ".opencode" / "plugin" / "ctxview.js"
+    text = plugin.read_text()
+    real = json.dumps(socket_file(str(p.store)))
+    assert real in text
+    plugin.write_text(text.replace(real, json.dumps(str(dead / "engine.sock"))))
 
 
 def _script(p: Project) -> tuple[Path, list[dict[str, Any]]]:
@@ -111,10 +130,7 @@ def test_a_failing_plugin_leaves_opencode_its_own_outputs(tmp_path: Path) -> Non
         with FakeAnthropic([*steps[:2], {"text": "Done."}]) as api:
             p.write_config(api.url)
             assert p.ctxview("install", "opencode").returncode == 0
-            # The engine's port taken from it: the plugin cannot reach it.
-            ep = Path(f"{p.store}.hook-endpoint.json")
-            data = json.loads(ep.read_text())
-            ep.write_text(json.dumps({**data, "port": 1}))
+            _unreachable(p)
             events = p.run("read a.py twice")
         got = tool_results(api.main_requests[-1])
         assert got["toolu_0001_read"].startswith(f"<path>{f}</path>")
@@ -172,3 +188,151 @@ def test_opencode_compaction_records_a_boundary_and_gives_the_files_read_table(
         assert kinds == ["result", "result", "compaction", "result"]
         assert data["table"] == table
         assert summarised  # OpenCode's summary request reached the model
+        # The import of OpenCode's database adds its messages, not a second boundary or call.
+        done = p.ctxview("import", str(p.database))
+        assert done.returncode == 0, done.stderr
+        conn = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+        try:
+            kinds = [k for (k,) in conn.execute(
+                "SELECT kind FROM events WHERE kind IN ('result', 'compaction', 'message') "
+                "ORDER BY seq")]  # fmt: skip
+        finally:
+            conn.close()
+        assert [k for k in kinds if k != "message"] == ["result", "result", "compaction", "result"]
+        assert "message" in kinds
+
+
+def test_the_plugins_recall_answers_from_this_sessions_store(tmp_path: Path) -> None:
+    with project(tmp_path) as p:
+        steps = [
+            {"tool": "bash", "input": {"command": "seq 1 1000", "description": "count"}},
+            {"tool": "recall", "input": {"id": "#1000", "offset": None, "limit": None}},
+            {"tool": "recall", "input": {"id": "1000", "offset": 998, "limit": 2}},
+            {"tool": "recall", "input": {"id": "#ffff", "offset": None, "limit": None}},
+            {"text": "Done."},
+        ]
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            events = p.run("go")
+        sid = _session_of(events)
+        offered = [t["name"] for t in api.main_requests[0]["tools"]]
+        assert "recall" in offered, offered
+        got = tool_results(api.main_requests[-1])
+        assert "lines elided" in got["toolu_0001_bash"]  # capped: the model lacks lines
+        # §4: the whole output again, then a window of it; an unknown id in one line.
+        whole = got["toolu_0002_recall"].split("\n")
+        assert whole[0] == "[#1001 recall #1000 lines 1-1000 of 1000]"
+        assert whole[1:] == [str(i) for i in range(1, 1001)]
+        assert got["toolu_0003_recall"] == "[#1002 recall #1000 lines 998-999 of 1000]\n998\n999"
+        assert got["toolu_0004_recall"] == "[#1003] No stored result #ffff in this session."
+        # Each recall stored once, in this session, with the text the model got.
+        rows = _stored(p.store)
+        assert {s for s, _, _ in rows} == {f"oc-{sid}"}
+        assert [(ref, shown) for _, ref, shown in rows] == list(got.items())
+
+
+def test_recall_with_the_engine_down_says_so_and_opencode_goes_on(tmp_path: Path) -> None:
+    with project(tmp_path) as p:
+        steps = [{"tool": "recall", "input": {"id": "#1000", "offset": None, "limit": None}},
+                 {"text": "Done."}]  # fmt: skip
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            _unreachable(p)
+            events = p.run("go")
+        sid = _session_of(events)
+        answer = tool_results(api.main_requests[-1])["toolu_0001_recall"]
+        assert answer.startswith("recall failed: ctxview's engine did not answer ("), answer
+        assert f"`ctxview recall ID --session oc-{sid}`" in answer and "\n" not in answer
+        log = [json.loads(line) for line in Path(f"{p.store}.hook-failures.jsonl").read_text(
+            ).splitlines()]  # fmt: skip
+        assert [(e["event"], e["tool_use_id"], e["session_id"]) for e in log] == [
+            ("opencode.recall", "toolu_0001_recall", sid)]  # fmt: skip
+        assert any(e.get("type") == "text" for e in events)  # the run went on to its answer
+
+
+def _messages(store: Path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return list(conn.execute("SELECT role, text FROM events WHERE kind = 'message' "
+                                 "ORDER BY seq"))  # fmt: skip
+    finally:
+        conn.close()
+
+
+def _follow_until(p: Project, path: Path, said: tuple[str, str]) -> None:
+    """`ctxview follow --no-view PATH` until the store has the message `said`, then ^C."""
+    proc = subprocess.Popen([str(CTXVIEW), "follow", "--no-view", str(path)], cwd=p.root,
+                            env=p.env(), stderr=subprocess.PIPE, text=True)  # fmt: skip
+    lines: list[str] = []
+    reading = threading.Thread(target=lambda: lines.extend(proc.stderr or []), daemon=True)
+    reading.start()
+    deadline = time.monotonic() + 90
+    while not any(x.startswith("Following") for x in lines) or said not in _messages(p.store):
+        assert proc.poll() is None and time.monotonic() < deadline, lines
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    reading.join(timeout=30)
+    assert proc.returncode == 0, lines
+
+
+def test_import_and_follow_of_a_plugged_session_add_its_messages_not_its_calls(
+    tmp_path: Path,
+) -> None:
+    with project(tmp_path) as p:
+        f, steps = _script(p)
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            sid = _session_of(p.run("go"))
+        hooked = _stored(p.store)
+        assert len(hooked) == 7
+        # `ctxview import` of OpenCode's data folder: the prompts and answers join the session,
+        # the calls the plugin stored are not stored again.
+        done = p.ctxview("import", str(p.database.parent))
+        assert done.returncode == 0, done.stderr
+        assert _stored(p.store) == hooked, done.stderr
+        said = _messages(p.store)
+        assert ("user", "go") in said and ("assistant", "Done.") in said
+        # The session goes on, plugged, while `follow` reads OpenCode's database.
+        more = [{"tool": "read", "input": {"filePath": str(f)}}, {"text": "Done again."}]
+        with FakeAnthropic(more, prefix="b") as api:
+            p.write_config(api.url)
+            p.run("again", "--session", sid)
+        hooked = _stored(p.store)
+        assert len(hooked) == 8 and hooked[-1][1] == "toolu_b0001_read"
+        _follow_until(p, p.database, ("assistant", "Done again."))
+        assert _stored(p.store) == hooked
+        said = _messages(p.store)
+        assert said.count(("user", "go")) == 1 and ("user", "again") in said
+        conn = sqlite3.connect(f"file:{p.store}?mode=ro", uri=True)
+        try:
+            assert [s for (s,) in conn.execute("SELECT id FROM sessions")] == [f"oc-{sid}"]
+        finally:
+            conn.close()
+
+
+def test_the_plugin_starts_the_engine_again_when_it_has_gone(tmp_path: Path) -> None:
+    """The engine exits after a long idle time (or is stopped): the plugin's next call starts it
+    again, within the same OpenCode run, and the session goes on where it was."""
+    with project(tmp_path) as p:
+        f = p.root / "a.py"
+        f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
+        read = {"tool": "read", "input": {"filePath": str(f)}}
+
+        def engine_gone(body: dict[str, Any]) -> dict[str, Any]:
+            assert stop(p.store)  # the engine answered the first read, and has now exited
+            return read
+
+        with FakeAnthropic([read, engine_gone, {"text": "Done."}]) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            p.run("go")
+        got = tool_results(api.main_requests[-1])
+        assert got["toolu_0001_read"].startswith(f"[#1000 {f} lines 1-10 of 10 sha ")
+        assert got["toolu_0002_read"].startswith(f"[#1001 {f} lines 1-10 of 10 sha "), got
+        assert got["toolu_0002_read"].endswith("Unchanged since #1000, which already shows "
+                                               "lines 1-10.")  # fmt: skip
+        assert not Path(f"{p.store}.hook-failures.jsonl").exists()

@@ -232,7 +232,7 @@ class Daemon:
                 trace.event, trace.tool = event, str(payload.get("tool_name") or "")
                 await self._ready()
                 trace.lap("parse")
-                output = await asyncio.wait_for(self.engine.respond(event, payload, trace),
+                output = await asyncio.wait_for(self._respond(event, payload, trace),
                                                 STEP_BUDGET)  # fmt: skip
                 if output is not None:
                     answer = json.dumps(output, ensure_ascii=False).encode()

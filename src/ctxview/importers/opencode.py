@@ -9,6 +9,10 @@ message event, stored before each `tool` part (a call and its result in one) and
 its `tokens` (input excludes the cache, as Claude counts) go on its last event. An assistant
 message marked `summary` is a compaction: its text is what the model got instead of the history.
 
+A session ctxview's plugin wrote live (`hooked`, agents/opencode/) already holds its tool results
+and compactions, by OpenCode's call id and summary message id: the import adds the messages and
+usage around them, never a second copy (`hub.LiveCalls`).
+
 Tools: `read {filePath, offset (0-based), limit}` is a read (OpenCode numbers its lines `00012|
 text` or `12: text`, and says the file's length when it stops early); `grep`, `glob`, `list` are
 the searches; `edit`/`write`/`patch`/`multiedit` are edits when their metadata carries the file
@@ -17,6 +21,8 @@ before and after (`filediff`), else they change their path; `bash` is bash; the 
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +38,7 @@ from ctxview.importers.agent_tools import (
     put_result,
 )
 from ctxview.importers.common import BadRecord, id_text, need, when
+from ctxview.importers.hub import LiveCalls
 
 if TYPE_CHECKING:
     from ctxview.importers.hub import Hub
@@ -48,6 +55,7 @@ class OpenCodeParser(SimpleParser):
     def __init__(self, hub: Hub, state: dict[str, Any]) -> None:
         self.hub = hub
         self.quiet: dict[str, int] = {}
+        self._live = LiveCalls(hub)  # what ctxview's plugin stored itself (a hooked session)
 
     def state(self) -> dict[str, Any]:
         return {}
@@ -81,6 +89,8 @@ class OpenCodeParser(SimpleParser):
         if role != "assistant":
             raise BadRecord(f"unknown message role {role!r}")
         if info.get("summary") is True:
+            if await self._compacted_live(info.get("id")):
+                return
             summary = "\n\n".join(p["text"] for p in parts if isinstance(p, dict)
                                   and p.get("type") == "text" and isinstance(p.get("text"), str))  # fmt: skip
             await main.compact(summary, ts=ts, data={"source": "summary"})
@@ -116,6 +126,8 @@ class OpenCodeParser(SimpleParser):
     async def _tool(self, part: dict[str, Any], fallback: float) -> None:
         state = need(part.get("state"), dict, "tool state")
         call_id = id_text(part.get("callID")) or id_text(part.get("id")) or "call"
+        if await self._live.stored(call_id):
+            return
         name = str(part.get("tool") or "tool")
         args = state.get("input")
         args = args if isinstance(args, dict) else {"input": args}
@@ -138,6 +150,20 @@ class OpenCodeParser(SimpleParser):
             name, args, text, meta if isinstance(meta, dict) else {}, status == "completed"
         )
         await put_result(self.hub.main, how, args, text, call_ref=call_id, seen=len(text), ts=ts)
+
+    async def _compacted_live(self, message_id: Any) -> bool:
+        """Whether the plugin recorded this summary message's compaction (agents/opencode:
+        its boundary carries the message id), so the import does not record a second."""
+        main = self.hub.main
+        if not main.data.get("hooked") or not isinstance(message_id, str):
+            return False
+        state = await self.hub.writer.session_state(main.id)
+        for event in state["events"]:
+            if event.kind == "compaction" and event.data:
+                with contextlib.suppress(ValueError):
+                    if json.loads(event.data).get("summary_id") == message_id:
+                        return True
+        return False
 
 
 def _data(info: dict[str, Any]) -> dict[str, Any]:

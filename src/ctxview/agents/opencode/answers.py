@@ -14,6 +14,8 @@ Per tool, what the model gets (README "Use it with OpenCode"):
 - edit, write, multiedit, patch: the diff from OpenCode's own `filediff` (before and after),
   with its id; without one, the capped generic text.
 - anything else (webfetch, task, todowrite, an MCP tool but ctxview's own): the capped text.
+- recall: the plugin's own tool (its context names the session, which an MCP call does not):
+  §4 from this session's store, the recall itself stored.
 Each step holds the session's lock (`live.session_lock`, the one `ctxview mcp`'s recall takes)
 and first takes in what another writer stored (`Session.catch_up`), so ids are never given twice.
 """
@@ -25,9 +27,10 @@ import hashlib
 import json
 import os
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxview.agents import live
 from ctxview.agents.claude_code.payload import BadInput
@@ -45,11 +48,12 @@ if TYPE_CHECKING:
     from ctxview.agents.claude_code.hooks import HookEngine
     from ctxview.agents.hook_trace import Trace
 
-PREFIX = "opencode."  # the plugin's events: opencode.tool, opencode.compacted
+PREFIX = "opencode."  # the plugin's events: opencode.tool, opencode.recall, opencode.compacted
 OWN_TOOLS = ("ctxview_",)  # ctxview's MCP tools as OpenCode names them: already answered
 MAX_FILE_BYTES = 64 << 20
 _EDITS = ("edit", "write", "multiedit")
 BUSY_S = 0.9
+INLINE_BYTES = 256 << 10  # a file up to this is read on the engine's loop (see _small_inline)
 
 
 @dataclass
@@ -68,6 +72,7 @@ class _State:
     locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
 
+T = TypeVar("T")
 _STATES: weakref.WeakKeyDictionary[HookEngine, _State] = weakref.WeakKeyDictionary()
 
 
@@ -83,6 +88,16 @@ async def respond(engine: HookEngine, event: str, payload: dict[str, Any], trace
         raise BadInput("the plugin's input names no session_id")
     key = f"oc-{sid}"
     trace.event = event
+    try:
+        return await _step(engine, state, event, key, sid, payload, trace)
+    finally:
+        trace.done()  # in <store>.hook-trace.jsonl beside Claude Code's hooks' (the bench reads it)
+        if engine.on_trace is not None:
+            engine.on_trace(trace)
+
+
+async def _step(engine: HookEngine, state: _State, event: str, key: str, sid: str,
+                payload: dict[str, Any], trace: Trace) -> dict[str, Any] | None:  # fmt: skip
     async with state.locks.setdefault(key, asyncio.Lock()), live.session_lock(engine.store, key):
         trace.lap("lock")
         served = await _serve(engine, state, key, sid, payload)
@@ -90,6 +105,8 @@ async def respond(engine: HookEngine, event: str, payload: dict[str, Any], trace
         try:
             if event == "opencode.tool":
                 out = await _tool(served.session, payload)
+            elif event == "opencode.recall":
+                out = await _recall(served.session, payload)
             elif event == "opencode.compacted":
                 out = await _compacted(served, payload)
             else:
@@ -150,7 +167,8 @@ async def _tool(session: Session, p: dict[str, Any]) -> dict[str, Any] | None:
     seen = len(output)
     how = tool_how(name, args, output, meta, True)
     if not isinstance(how, Edit) and name in _EDITS and "before" in p:
-        how = await asyncio.to_thread(_edited, args, p["before"]) or how
+        path = args.get("filePath")
+        how = await _small_inline(path, _edited, args, p["before"]) or how
     if isinstance(how, Read):
         shown = await _read(session, args, how, ref, seen)
     elif isinstance(how, Search):
@@ -173,7 +191,7 @@ async def _read(session: Session, args: dict[str, Any], how: Read, ref: str | No
                 ) -> str:  # fmt: skip
     """OpenCode's read through §1/§2: the file's real hash and length when it can be read (the
     plugin runs right after the read), else a stand-in that changes with what was shown."""
-    sha, total = await asyncio.to_thread(_file_facts, how)
+    sha, total = await _small_inline(how.path, _file_facts, how)
     if total is None:
         total = how.total if how.total is not None else how.first + len(how.lines) - 1
     return await session.insert_read(
@@ -181,6 +199,25 @@ async def _read(session: Session, args: dict[str, Any], how: Read, ref: str | No
         how.path, _key(session, how.path), how.first, how.lines, total, sha,
         call_ref=ref, seen=seen,
     )  # fmt: skip
+
+
+async def _recall(session: Session, p: dict[str, Any]) -> dict[str, Any]:
+    """§4 for the plugin's own `recall` tool: this session's stored result (an unknown id is
+    the engine's one-line answer), stored itself under OpenCode's call id."""
+    given = a if isinstance(a := p.get("input"), dict) else {}
+    args = {k: v for k, v in given.items() if k in ("id", "offset", "limit")}
+    ref = c if isinstance(c := p.get("tool_use_id"), str) and c else None
+    return {"output": await session.run("recall", args, call_ref=ref)}
+
+
+async def _small_inline(path: Any, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)`, which reads the file at `path`: on the loop for a small file (a thread hop
+    cost more than the read, 1-2 ms of the plugin's 5 on a loaded machine), else on a thread."""
+    try:
+        small = isinstance(path, str) and os.stat(path).st_size <= INLINE_BYTES
+    except (OSError, ValueError):
+        small = True  # not there, or not a path: fn finds it so at once
+    return fn(*args) if small else await asyncio.to_thread(fn, *args)
 
 
 def _edited(args: dict[str, Any], before: Any) -> Edit | None:

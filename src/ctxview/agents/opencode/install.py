@@ -3,10 +3,11 @@ one file OpenCode loads by itself, `.opencode/plugin/ctxview.js` in the project 
 `$XDG_CONFIG_HOME/opencode/plugin/ctxview.js` (`--user`, default `~/.config/opencode`). No
 config file of OpenCode's is edited.
 
-The plugin names the store, the interpreter and the hook client by absolute path (it starts the
-resident engine through the hook client, as Claude Code's SessionStart hook does) and reads the
-engine's port and secret from the store's endpoint file (0600; made here), so no secret is
-written into the project. What the install found in the plugin's place (an earlier file of that
+The plugin names the store, the interpreter, the hook client and the engine's command socket
+by absolute path: it starts the resident engine through the hook client, as Claude Code's
+SessionStart hook does, and talks to it over that socket in this user's private folder under
+/tmp, as the command hooks do (no secret to read at each call; inside OpenCode it costs what a
+`fetch` to the http face costs, measured), so no secret is written into the project. What the install found in the plugin's place (an earlier file of that
 name, or no folder at all) is kept in `ctxview-install.json` beside the plugin folder, so
 uninstall puts exactly that back; a second install changes nothing.
 """
@@ -19,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxview.agents import endpoint
 from ctxview.agents.claude_code.install import InstallError, ctxview_python, store_of, write_atomic
 
 PLUGIN = "ctxview.js"
@@ -40,9 +40,11 @@ def config_root(scope: str, cwd: Path, home: Path) -> Path:
 def plugin_text(store: Path) -> str:
     """The plugin's source with this install's store, interpreter and hook client."""
     from ctxview.agents import hook_client
+    from ctxview.agents.engine_socket import socket_file
 
     values = {"__STORE__": str(store), "__PYTHON__": ctxview_python(),
-              "__HOOK_CLIENT__": str(Path(hook_client.__file__).absolute())}  # fmt: skip
+              "__HOOK_CLIENT__": str(Path(hook_client.__file__).absolute()),
+              "__SOCKET__": socket_file(str(store))}  # fmt: skip
     text = _SOURCE.read_text(encoding="utf-8")
     for name, value in values.items():
         text = text.replace(name, json.dumps(value), 1)
@@ -108,7 +110,6 @@ def _load(scope: str, cwd: Path, home: Path) -> Plan:
 def install(scope: str, cwd: Path, home: Path, store: Path | None = None) -> Plan:
     plan = _load(scope, cwd, home)
     pinned = store_of(store)
-    endpoint.ensure(pinned)  # the port and secret the plugin reads
     want = plugin_text(pinned)
     if plan.before == want:
         return plan

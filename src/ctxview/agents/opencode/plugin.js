@@ -1,16 +1,19 @@
 // ctxview for OpenCode, written by `ctxview install opencode` (removed by `ctxview uninstall
 // opencode`). Each tool result goes to ctxview's resident engine for this store before the model
 // sees it, and the engine's 3.0.0 text replaces `output.output` in place; after a compaction the
-// files-read table follows OpenCode's summary. On any trouble (no engine, a timeout, a bug) the
-// tool's own output goes through and the failure is written where `ctxview doctor` reads it.
+// files-read table follows OpenCode's summary. `recall` is a tool of this plugin (OpenCode's MCP
+// calls do not say whose session they are; a plugin tool's context does). On any trouble (no
+// engine, a timeout, a bug) the tool's own output goes through and the failure is written where
+// `ctxview doctor` reads it.
 import { spawn } from "node:child_process"
-import { appendFileSync, readFileSync, statSync } from "node:fs"
+import { appendFileSync, lstatSync, readFileSync, statSync } from "node:fs"
 import { homedir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 
 const STORE = __STORE__
 const PYTHON = __PYTHON__
 const HOOK_CLIENT = __HOOK_CLIENT__
+const SOCKET = __SOCKET__ // the resident engine's command socket for this store
 const BUDGET_MS = 2000 // as Claude Code's hooks: a step gives up inside it
 const FAILURES = STORE + ".hook-failures.jsonl"
 
@@ -25,12 +28,6 @@ function record(event, error, detail) {
     const entry = { ts: Date.now() / 1000, event, error: String(error).slice(0, 500), ...detail }
     appendFileSync(FAILURES, JSON.stringify(entry) + "\n", { mode: 0o600 })
   } catch {}
-}
-
-function endpoint() {
-  // Where the engine listens and the secret it asks for: beside the store, 0600, made by install.
-  const found = JSON.parse(readFileSync(STORE + ".hook-endpoint.json", "utf8"))
-  return { url: `http://127.0.0.1:${found.port}/hook/`, secret: found.secret }
 }
 
 let started = null
@@ -52,19 +49,103 @@ function start() {
   return started
 }
 
-async function ask(event, body) {
-  await start()
-  const where = endpoint()
-  const headers = { "content-type": "application/json", "x-ctxview-secret": where.secret }
-  if (process.env.CTXVIEW_HOOK_FAIL) headers["x-ctxview-fail"] = "1"
-  const answer = await fetch(where.url + event, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ hook_event_name: event, ...body }),
-    signal: AbortSignal.timeout(BUDGET_MS),
+function privateFolder() {
+  // As the hook client: the socket's folder in /tmp must be this user's and closed to others
+  // (another user's socket there would read the tool's output and answer the model).
+  const st = lstatSync(dirname(SOCKET))
+  if (!st.isDirectory() || st.uid !== process.getuid() || (st.mode & 0o077) !== 0) {
+    throw new Error(`${dirname(SOCKET)} is not a private folder of this user`)
+  }
+}
+
+function exchange(request, until) {
+  // The engine's command socket, as Claude Code's command hooks reach it: one request per
+  // connection (the event, a newline, the JSON), our side shut once sent, the answer all the
+  // engine writes before it closes. Bun's own sockets: its node:net loses the answer to a
+  // socket whose writing side was ended.
+  return new Promise((resolve, reject) => {
+    const chunks = []
+    let rest = Buffer.from(request, "utf8")
+    let done = false
+    let timer = null
+    const finish = (err) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      if (err) reject(err)
+      else resolve(Buffer.concat(chunks).toString("utf8"))
+    }
+    timer = setTimeout(() => finish(new Error(`no answer within ${BUDGET_MS} ms`)),
+      Math.max(50, until - Date.now()))
+    const pump = (socket) => {
+      // A long output is more than one write takes: the rest goes at each drain.
+      while (rest !== null && rest.length) {
+        const n = socket.write(rest)
+        if (n <= 0) return
+        rest = rest.subarray(n)
+      }
+      if (rest !== null) {
+        rest = null
+        socket.shutdown() // its writing side: the engine reads to the end of the request
+      }
+    }
+    Bun.connect({
+      unix: SOCKET,
+      socket: {
+        open: pump,
+        drain: pump,
+        data(_socket, chunk) { chunks.push(Buffer.from(chunk)) },
+        end(socket) { finish(); socket.end() },
+        close() { finish() },
+        error(_socket, err) { finish(err) },
+        connectError(_socket, err) { finish(err) },
+      },
+    }).catch(finish)
   })
-  if (!answer.ok) throw new Error(`the engine answered ${answer.status}`)
-  return await answer.json()
+}
+
+function within(promise, until) {
+  // A step never waits past its budget for the engine to start: the tool's output goes through.
+  return Promise.race([promise, new Promise((resolve) => {
+    setTimeout(resolve, Math.max(0, until - Date.now())).unref?.()
+  })])
+}
+
+let restarted = 0
+async function ask(event, body) {
+  if (process.env.CTXVIEW_HOOK_FAIL) throw new Error("failure forced by CTXVIEW_HOOK_FAIL")
+  const until = Date.now() + BUDGET_MS
+  const request = `${event}\n${JSON.stringify({ hook_event_name: event, ...body })}`
+  await within(start(), until)
+  privateFolder()
+  let text
+  try {
+    text = await exchange(request, until)
+  } catch (err) {
+    // No engine (it exits after a long idle time, or was stopped): start one and ask once more,
+    // at most every 10 s (an engine that cannot start must not slow every call).
+    const gone = ["ENOENT", "ECONNREFUSED"].includes(err?.code)
+    if (!gone || Date.now() - restarted < 10_000) throw err
+    restarted = Date.now()
+    started = null
+    await within(start(), until)
+    text = await exchange(request, until)
+  }
+  // The engine answers nothing when OpenCode keeps its own output, or when it failed (it
+  // recorded that itself).
+  return text ? JSON.parse(text) : null
+}
+
+// bench/bench_opencode_plugin.py: with CTXVIEW_PLUGIN_TIMES set to a file, each tool call's
+// milliseconds by the plugin's own clock go there (the engine's round trip, the whole hook).
+const TIMES = process.env.CTXVIEW_PLUGIN_TIMES
+
+function times(input, began, asked, answered) {
+  try {
+    const line = { tool: input.tool, call: input.callID, engine_ms: answered === null ? null : answered - asked,
+      hook_ms: performance.now() - began }
+    appendFileSync(TIMES, JSON.stringify(line) + "\n")
+  } catch {}
 }
 
 const EDITS = new Set(["edit", "write", "multiedit"])
@@ -81,6 +162,26 @@ function fileText(path) {
   }
 }
 
+const recalled = new Set() // callIDs of recall calls: the engine stored them as it answered
+
+// OpenCode 1.18 takes a plugin tool's args as zod or, without zod (none is installed beside this
+// file), as JSON Schema properties, every one of them required: so offset and limit may be null.
+const RECALL = {
+  description:
+    "Show a stored tool result of this session again, in full: the lines a cap elided or a " +
+    "stub left out. `id` is the result's id as its bracket shows it (#a3f2); offset (1-based " +
+    "first line) and limit (how many lines) are null for the start.",
+  args: {
+    id: { type: "string", description: "the result's id, as #a3f2" },
+    offset: { type: ["integer", "null"], description: "first line to show (1-based), or null" },
+    limit: { type: ["integer", "null"], description: "how many lines, or null" },
+  },
+}
+
+function why(err) {
+  return `${err?.name ?? "Error"}: ${err?.message ?? err}`
+}
+
 const tables = new Map() // summary message id -> the files-read table after it
 const asked = new Set() // summary message ids the engine was told of
 
@@ -94,6 +195,31 @@ function text(parts) {
 export const CtxviewPlugin = async ({ directory }) => {
   start()
   return {
+    tool: {
+      recall: {
+        ...RECALL,
+        execute: async (args, context) => {
+          const input = {}
+          for (const key of ["id", "offset", "limit"]) {
+            if (args?.[key] !== null && args?.[key] !== undefined) input[key] = args[key]
+          }
+          recalled.add(context.callID)
+          try {
+            const answer = await ask("opencode.recall", {
+              session_id: context.sessionID, tool_use_id: context.callID, input,
+              directory, database: database(),
+            })
+            if (typeof answer?.output !== "string") throw new Error("the engine gave no text")
+            return answer.output
+          } catch (err) {
+            record("opencode.recall", why(err),
+              { session_id: context.sessionID, tool_use_id: context.callID })
+            return `recall failed: ctxview's engine did not answer (${why(err)}); the result ` +
+              `is kept: \`ctxview recall ID --session oc-${context.sessionID}\` shows it.`
+          }
+        },
+      },
+    },
     "tool.execute.before": async (input, output) => {
       // An edit's diff needs the file as it was: OpenCode 1.18 reports only a patch.
       const path = output?.args?.filePath
@@ -102,8 +228,10 @@ export const CtxviewPlugin = async ({ directory }) => {
       if (text !== undefined) before.set(input.callID, text)
     },
     "tool.execute.after": async (input, output) => {
+      const began = performance.now()
       const was = before.get(input.callID)
       before.delete(input.callID)
+      if (recalled.delete(input.callID)) return // the engine's own answer, stored already
       if (typeof output?.output !== "string") return
       const body = {
         session_id: input.sessionID, tool_name: input.tool, tool_use_id: input.callID,
@@ -111,13 +239,18 @@ export const CtxviewPlugin = async ({ directory }) => {
         directory, database: database(),
       }
       if (was !== undefined) body.before = was
+      let asked = began
+      let answered = null // stays null when the engine did not answer
       try {
+        asked = performance.now()
         const answer = await ask("opencode.tool", body)
+        answered = performance.now()
         if (typeof answer?.output === "string") output.output = answer.output
       } catch (err) {
-        record("opencode.tool", `${err?.name ?? "Error"}: ${err?.message ?? err}`,
+        record("opencode.tool", why(err),
           { session_id: input.sessionID, tool_name: input.tool, tool_use_id: input.callID })
       }
+      if (TIMES) times(input, began, asked, answered)
     },
     "experimental.chat.messages.transform": async (_input, output) => {
       const messages = output?.messages
@@ -140,7 +273,7 @@ export const CtxviewPlugin = async ({ directory }) => {
           })
           if (typeof answer?.table === "string" && answer.table) tables.set(id, answer.table)
         } catch (err) {
-          record("opencode.compacted", `${err?.name ?? "Error"}: ${err?.message ?? err}`,
+          record("opencode.compacted", why(err),
             { session_id: summary.info.sessionID })
         }
       }
