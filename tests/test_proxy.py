@@ -6,6 +6,7 @@ killed mid-stream, the client gone mid-stream, a locked or unwritable store, 10 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import sqlite3
 from collections.abc import AsyncIterator
@@ -137,7 +138,8 @@ async def upstream() -> AsyncIterator[tuple[Upstream, str]]:
     up = Upstream()
     app = web.Application(client_max_size=64 << 20)
     app.router.add_route("*", "/{tail:.*}", up.handle)
-    runner = web.AppRunner(app, handler_cancellation=True)
+    # The bytes as they came over the wire, content encoding and all.
+    runner = web.AppRunner(app, handler_cancellation=True, auto_decompress=False)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -298,6 +300,26 @@ async def test_malformed_json_and_unknown_paths_go_through_unchanged(proxy: Prox
     assert [bytes(r.body_raw) for r in recs] == up.bodies
     assert all(r.parsed == 0 and r.api_n is None for r in recs)
     assert recs[1].path == "/v1/unknown?x=1"
+
+
+async def test_a_compressed_request_body_goes_as_it_came(proxy: Proxy,
+        upstream: tuple[Upstream, str]) -> None:  # fmt: skip
+    # The proxy's own server must not undo a request's Content-Encoding: the header goes on to
+    # the upstream, so the bytes must too. The recorder decodes its own copy.
+    up, _ = upstream
+    gz = gzip.compress(json.dumps(MESSAGES_BODY).encode())
+    fake = b"not gzip at all"
+    async with aiohttp.ClientSession() as s:
+        for raw in (gz, fake):
+            async with s.post(f"{_base(proxy)}/v1/messages", data=raw,
+                              headers={"content-type": "application/json",
+                                       "content-encoding": "gzip"}) as resp:  # fmt: skip
+                await resp.read()
+    assert up.bodies == [gz, fake]
+    [rec] = await _records(proxy, "cc-abc-123")
+    assert bytes(rec.body_raw or b"") in (b"", gz)
+    [bad] = await _records(proxy, "px-unparsed")
+    assert bytes(bad.body_raw) == fake and bad.parsed == 0
 
 
 async def test_upstream_errors_are_the_upstreams_own_answer(proxy: Proxy,

@@ -114,7 +114,11 @@ class Proxy:
         app = web.Application(client_max_size=0)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         # The handler is cancelled when its client goes away: the upstream request with it.
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        # auto_decompress off: the body goes on with its Content-Encoding header, so it must
+        # go as it came (the recorder decodes its own copy).
+        self._runner = web.AppRunner(
+            app, handler_cancellation=True, access_log=None, auto_decompress=False
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
         await site.start()
