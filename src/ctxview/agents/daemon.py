@@ -42,9 +42,7 @@ from ctxview.agents.engine_socket import private_folder
 from ctxview.agents.hook_client import BUDGET, event_name, socket_path
 from ctxview.agents.hook_http import HookServer
 from ctxview.agents.hook_trace import Trace, Traces
-from ctxview.agents.hosts import HOSTS, HostEngine
-from ctxview.agents.opencode import answers as opencode
-from ctxview.agents.pi import engine as pi_engine
+from ctxview.agents.hosts import HOSTS, Host, host_of
 
 IDLE = 900.0  # seconds without a hook, and no session open, before the engine exits
 LONG_IDLE = 12 * 3600.0  # ... with a session open (one killed never said SessionEnd)
@@ -81,7 +79,7 @@ class Daemon:
         self.unwritable: str | None = None
         self.tried = 0.0
         self.missed: asyncio.Task[None] | None = None  # the open sessions' catch-up
-        self.hosts: dict[str, HostEngine | None] = {}  # other agents' engines, on first use
+        self.hosts: dict[str, Host] = {}  # the other agents' engines, made on first use
 
     def _engine(self) -> HookEngine:
         engine = HookEngine(self.store)
@@ -159,8 +157,7 @@ class Daemon:
                 self.http.close()
             await self._stop_catch_up()
             for host in self.hosts.values():
-                if host is not None:
-                    await host.close()
+                await host.close()
             # The store is released before the socket goes: a `stop` (which waits for this
             # process to end) or a client that finds no socket never meets an engine still
             # closing, whose checkpoint would write a store replaced meanwhile.
@@ -191,11 +188,13 @@ class Daemon:
     async def _respond(self, event: str, payload: dict[str, Any], trace: Trace
                        ) -> dict[str, Any] | None:  # fmt: skip
         await self._ready()
-        if event.startswith(pi_engine.PREFIX):  # ctxview's pi extension (agents/pi/engine.py)
-            return await pi_engine.respond(self.engine, event, payload, trace)
-        if event.startswith(opencode.PREFIX):  # OpenCode's plugin (agents/opencode)
-            return await opencode.respond(self.engine, event, payload, trace)
-        return await self.engine.respond(event, payload, trace)
+        name = host_of(event)
+        if name is None:
+            return await self.engine.respond(event, payload, trace)
+        host = self.hosts.get(name)
+        if host is None:
+            host = self.hosts[name] = HOSTS[name](self.engine)
+        return await host.respond(event, payload, trace)
 
     def _touch(self) -> None:
         self.last = time.monotonic()
@@ -219,16 +218,10 @@ class Daemon:
                 pids = [os.getpid(), *([self.supervisor] if os.getppid() == self.supervisor
                                        else [])]  # fmt: skip
                 answer = " ".join(map(str, pids)).encode()
-            elif event in HOSTS:  # another agent's hooks, through its own engine (agents/<agent>/)
-                await self._ready()
-                host = self.hosts.setdefault(event, None) or HOSTS[event](self.store)
-                self.hosts[event] = host
-                output = await asyncio.wait_for(host.respond(hook_input(raw)), STEP_BUDGET)
-                if output is not None:
-                    answer = json.dumps(output, ensure_ascii=False).encode()
             else:
                 payload = hook_input(raw)
-                event = str(payload.get("hook_event_name") or event)
+                if host_of(event) is None:  # Claude Code's: its own name for the event
+                    event = str(payload.get("hook_event_name") or event)
                 trace.event, trace.tool = event, str(payload.get("tool_name") or "")
                 await self._ready()
                 trace.lap("parse")

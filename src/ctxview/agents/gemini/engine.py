@@ -36,7 +36,7 @@ import json
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxview.agents import live
 from ctxview.agents.gemini import compression
@@ -47,6 +47,10 @@ from ctxview.importers.gemini import HOOK_REF, _how
 from ctxview.importers.replay import Replay
 from ctxview.store.probe import Probe
 from ctxview.store.writer import Writer
+
+if TYPE_CHECKING:
+    from ctxview.agents.claude_code.hooks import HookEngine
+    from ctxview.agents.hook_trace import Trace
 
 PREFIX = "gm-"
 SHOW_TOOL = "mcp_ctxview_show"  # the MCP server `ctxview` of show_server.py, its tool `show`
@@ -60,8 +64,8 @@ LOCK_WAIT = 1.5  # seconds for the session's lock: under the hook client's 2 s
 class GeminiEngine:
     """Answers Gemini CLI hook events for any number of its sessions over one store."""
 
-    def __init__(self, store: Path) -> None:
-        self.store = Path(store)
+    def __init__(self, hook: HookEngine) -> None:
+        self.store = Path(hook.store)
         self.writer: Writer | None = None
         self.replays: dict[str, Replay] = {}
         self.sent: dict[str, list[compression.Message]] = {}  # session -> last request's
@@ -78,8 +82,12 @@ class GeminiEngine:
             self.probe.close()
             self.probe = None
 
-    async def respond(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+    async def respond(self, _event: str, payload: dict[str, Any], trace: Trace
+                      ) -> dict[str, Any] | None:  # fmt: skip
+        """`_event` is the hook client's name for them all (`gemini`); Gemini's own is in the
+        payload."""
         event = payload.get("hook_event_name")
+        trace.event, trace.tool = f"gemini.{event}", str(payload.get("tool_name") or "")
         sid = payload.get("session_id")
         if not isinstance(sid, str) or not sid:
             raise ValueError("the Gemini CLI hook input has no session_id")

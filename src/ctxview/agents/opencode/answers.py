@@ -76,6 +76,20 @@ T = TypeVar("T")
 _STATES: weakref.WeakKeyDictionary[HookEngine, _State] = weakref.WeakKeyDictionary()
 
 
+class OpenCodeHost:
+    """The plugin's events answered over the resident engine's store (`agents/hosts.py`)."""
+
+    def __init__(self, hook: HookEngine) -> None:
+        self.hook = hook
+
+    async def respond(self, event: str, payload: dict[str, Any], trace: Trace
+                      ) -> dict[str, Any] | None:  # fmt: skip
+        return await respond(self.hook, event, payload, trace)
+
+    async def close(self) -> None:
+        """Nothing of its own to close: it writes through the resident engine's writer."""
+
+
 async def respond(engine: HookEngine, event: str, payload: dict[str, Any], trace: Trace
                   ) -> dict[str, Any] | None:  # fmt: skip
     """The plugin's answer for one event: `{"output": text}` for a tool result, `{"table":

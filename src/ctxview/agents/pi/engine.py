@@ -25,7 +25,6 @@ import contextlib
 import json
 import os
 import time
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,22 +48,11 @@ _SEARCHES = {"grep": "grep", "find": "glob", "ls": "list"}
 _EDITS = ("edit", "write")
 LOCK_WAIT = 1.5  # seconds a step waits for another writer of the session (inside pi's 2 s)
 
-_ENGINES: weakref.WeakKeyDictionary[HookEngine, PiEngine] = weakref.WeakKeyDictionary()
-
 
 class BadEvent(Exception):
     """An extension's request ctxview cannot read (the sentence says what)."""
 
     says_it_all = True
-
-
-async def respond(hook: HookEngine, event: str, payload: dict[str, Any], trace: Trace
-                  ) -> dict[str, Any] | None:  # fmt: skip
-    """The answer to one event of the pi extension, by the engine over `hook`'s store."""
-    engine = _ENGINES.get(hook)
-    if engine is None:
-        engine = _ENGINES[hook] = PiEngine(hook)
-    return await engine.respond(event.removeprefix(PREFIX), payload, trace)
 
 
 class _PiSessions(Sessions):
@@ -91,8 +79,13 @@ class PiEngine:
         self._locks: dict[str, asyncio.Lock] = {}
         self._tables: dict[str, str] = {}  # the files-read table of each session's compaction
 
+    async def close(self) -> None:
+        """Nothing of its own to close: it writes through the resident engine's writer."""
+
     async def respond(self, event: str, payload: dict[str, Any], trace: Trace
                       ) -> dict[str, Any] | None:  # fmt: skip
+        """The answer to one event of the pi extension (`pi.tool_result`, `pi.compact`, …)."""
+        event = event.removeprefix(PREFIX)
         pid = payload.get("session_id")
         if not isinstance(pid, str) or not pid or "/" in pid:
             raise BadEvent("a pi extension request without its session id")
