@@ -10,8 +10,9 @@ A sub-agent's events (`task` calls) carry `agentId`, the task call's id: they go
 session `cp-<agentId>` linked to that call. `session.truncation` (Copilot trimmed the context)
 and `session.compaction_complete` are compactions.
 
-Tools: `view {path, view_range}` is a read (Copilot numbers its lines `N. text`; a folder's
-listing is not lines); `grep`/`rg`, `glob`, are grep and glob; `create {path, file_text}` an
+Tools: `view {path, view_range}` is a read: Copilot numbers its lines `N. text` for some models
+(1.0.55 with Claude) and gives them plain for others (1.0.102 with an OpenAI-compatible
+provider), where its `toolTelemetry` says `viewType: file` (a folder's listing is not lines); `grep`/`rg`, `glob`, are grep and glob; `create {path, file_text}` an
 edit of a new file; `edit`/`str_replace`/`write` change their path; `bash`/`shell`/`powershell`
 are bash; the rest (report_intent, task, ...) is capped.
 """
@@ -30,7 +31,9 @@ from ctxview.importers.agent_tools import (
     SimpleParser,
     numbered,
     path_arg,
+    positive,
     put_result,
+    text_lines,
 )
 from ctxview.importers.agent_tools import Read as ReadHow
 from ctxview.importers.common import block_text, check_time, id_text, need, path_text, when
@@ -152,18 +155,30 @@ class CopilotParser(SimpleParser):
             content = data["error"].get("message") if isinstance(data["error"], dict) else \
                 data["error"]  # fmt: skip
         text = content if isinstance(content, str) else block_text(content)
-        how = _how(call["name"], call["input"], text, data.get("success") is not False)
+        how = _how(call["name"], call["input"], text, data.get("success") is not False,
+                   _view_type(data))  # fmt: skip
         await put_result(replay, how, call["input"], text, call_ref=call_id, seen=len(text),
                          ts=ts)  # fmt: skip
 
 
-def _how(name: str, args: dict[str, Any], text: str, ok: bool) -> How:
+def _view_type(data: dict[str, Any]) -> str | None:
+    tel = data.get("toolTelemetry")
+    props = tel.get("properties") if isinstance(tel, dict) else None
+    kind = props.get("viewType") if isinstance(props, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _how(name: str, args: dict[str, Any], text: str, ok: bool, view_type: str | None) -> How:
     path = path_arg(args, "path", "file_path")
     if ok:
         if name == "view" and path:
             found = numbered(text, _NUMBERED)
             if found is not None:
                 return ReadHow(path, found[0], found[1], None)
+            if view_type == "file":  # its lines as they are, from the range's start
+                span = args.get("view_range")
+                first = positive(span[0]) if isinstance(span, list) and span else None
+                return ReadHow(path, first or 1, text_lines(text), None)
         if name in _SEARCH:
             return Search(_SEARCH[name])
         if name == "create" and path and isinstance(args.get("file_text"), str):

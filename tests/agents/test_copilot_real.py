@@ -1,0 +1,122 @@
+"""The real GitHub Copilot CLI 1.0.102 (tests/agents/copilot, `npm ci` there) run headless
+(`-p`, `--allow-all-tools`) against the scripted Chat Completions (fake_openai.py) as its BYOK
+provider, offline (`COPILOT_OFFLINE`, `COPILOT_PROVIDER_BASE_URL`: no GitHub sign-in, nothing
+leaves 127.0.0.1), in a temporary HOME: the `~/.copilot/session-state/<id>/events.jsonl` it
+writes is what `ctxview import` reads (issue 19 point 3), so this fixture is Copilot's own.
+
+The scripted model views a file twice and a range of it, runs a long command, searches twice,
+edits, creates a file and lists by glob; the store must hold one session whose every result is
+the text the model was given (as `seen`), through the rules: an id for each, unchanged stubs for
+the second view and the range, a cap on the command, a same-result stub for the second search.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_openai import Call, Say, Scripted, chat_tool_outputs
+
+HERE = Path(__file__).resolve().parent
+COPILOT = HERE / "copilot" / "node_modules" / ".bin" / "copilot"
+CTXVIEW = Path(sys.executable).with_name("ctxview")
+
+needs_copilot = pytest.mark.skipif(not COPILOT.exists(), reason="Copilot CLI is not installed "
+                                   "(npm ci in tests/agents/copilot)")  # fmt: skip
+pytestmark = [needs_copilot, pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Copilot unpacks its 235 MB package into the cache folder at its first start: one per
+    module, not the user's."""
+    return tmp_path_factory.mktemp("copilot-cache")
+
+
+def env(home: Path, cache: Path, store: Path, api: Scripted | None = None) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI", "COPILOT", "GH_", "GITHUB", "CTXVIEW", "XDG_"))}  # fmt: skip
+    out.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+               XDG_DATA_HOME=str(home / ".local/share"), XDG_STATE_HOME=str(home / ".local/state"),
+               XDG_CACHE_HOME=str(cache), CTXVIEW_STORE=str(store), COPILOT_AUTO_UPDATE="false")  # fmt: skip
+    if api is not None:
+        out.update(COPILOT_OFFLINE="true", COPILOT_PROVIDER_BASE_URL=api.base_url,
+                   COPILOT_PROVIDER_TYPE="openai", COPILOT_PROVIDER_API_KEY="test-key",
+                   COPILOT_MODEL="gpt-4.1")  # fmt: skip
+    return out
+
+
+def test_a_copilot_session_imports_with_what_its_model_was_given(tmp_path: Path,
+                                                                 cache: Path) -> None:  # fmt: skip
+    home, repo, store = tmp_path / "home", tmp_path / "repo", tmp_path / "store.db"
+    home.mkdir()
+    repo.mkdir()
+    notes = repo / "notes.py"
+    notes.write_text("".join(f"line_{i} = {i}\n" for i in range(1, 61)))
+    grep = {"pattern": "line_4", "output_mode": "content"}
+    steps: list[Call | Say] = [
+        Call("view", {"path": str(notes)}),
+        Call("view", {"path": str(notes)}),
+        Call("view", {"path": str(notes), "view_range": [10, 12]}),
+        Call("bash", {"command": "seq 1 3000", "description": "count to 3000"}),
+        Call("grep", grep),
+        Call("grep", grep),
+        Call("edit", {"path": str(notes), "old_str": "line_2 = 2\n", "new_str": "line_2 = 22\n"}),
+        Call("create", {"path": str(repo / "new.txt"), "file_text": "fresh\n"}),
+        Call("glob", {"pattern": "*.py"}),
+        Say("All done."),
+    ]
+    with Scripted(steps) as api:
+        p = subprocess.run([str(COPILOT), "-p", "Tidy notes.py", "--allow-all-tools",
+                            "--no-auto-update", "--disable-client-telemetry"],
+                           cwd=repo, env=env(home, cache, store, api), capture_output=True,
+                           text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert api.spent and "All done." in p.stdout
+    assert "line_2 = 22\n" in notes.read_text() and (repo / "new.txt").read_text() == "fresh\n"
+    given = chat_tool_outputs(api.requests[-1])  # call id -> what the model was given
+    assert sorted(given) == [f"call_{n}" for n in range(1, 10)]
+
+    [events] = (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    imp = subprocess.run([str(CTXVIEW), "import", str(home / ".copilot" / "session-state")],
+                         cwd=repo, env=env(home, cache, store), capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert imp.returncode == 0, imp.stderr
+    conn = sqlite3.connect(store)
+    try:
+        [(sid, source, workspace)] = conn.execute("SELECT id, source, workspace FROM sessions")
+        got = conn.execute(
+            "SELECT e.call_ref, e.tool, e.rkind, e.capped, e.line_from, e.line_to, e.seen_chars, "
+            "b.stored FROM events e JOIN bodies b ON b.session = e.session AND b.rid = e.rid "
+            "WHERE e.kind = 'result' ORDER BY e.seq").fetchall()  # fmt: skip
+        said = conn.execute("SELECT role, text FROM events WHERE kind = 'message' AND text != '' "
+                            "ORDER BY seq").fetchall()  # fmt: skip
+    finally:
+        conn.close()
+    assert sid == f"cp-{events.parent.name}" and source == "copilot-cli"
+    assert workspace == str(repo)
+    assert said == [("user", "Tidy notes.py"), ("assistant", "All done.")]
+    assert [(ref, tool, rule, bool(capped)) for ref, tool, rule, capped, *_ in got] == [
+        ("call_1", "read", "full", False), ("call_2", "read", "unchanged", False),
+        ("call_3", "read", "unchanged", False), ("call_4", "bash", "full", True),
+        ("call_5", "grep", "full", False), ("call_6", "grep", "same", False),
+        ("call_7", "edit", "full", False), ("call_8", "write", "created", False),
+        ("call_9", "glob", "full", False),
+    ]  # fmt: skip
+    assert got[2][4:6] == (10, 12)  # the range read, as lines 10-12
+    for ref, tool, rule, _, _, _, seen, stored in got:
+        assert seen == len(given[ref]), ref  # what the agent really gave its model
+        if rule == "full" and tool == "read":  # its lines, numbered by the rules
+            assert [re.sub(r"^\d+: ", "", x) for x in stored.splitlines()] == \
+                given[ref].splitlines(), ref  # fmt: skip
+        elif rule == "full":
+            assert stored == given[ref], ref  # kept in full, as given
+    # Copilot's own numbers: the command's output is what it ran.
+    assert given["call_4"].split("\n")[:3] == ["1", "2", "3"]
+    assert json.loads(events.read_text().splitlines()[0])["data"]["copilotVersion"] == "1.0.102"
