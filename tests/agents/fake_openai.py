@@ -50,6 +50,7 @@ class Say:
 class Scripted:
     steps: list[Call | Say]
     requests: list[Request] = field(default_factory=list)
+    call_ids: str = "call_"  # a completion's tool call ids: `<call_ids><n>` (another per run)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _step: int = 0
@@ -148,7 +149,7 @@ class Scripted:
         n, step = self._next(body)
         message: dict[str, Any] = {"role": "assistant", "content": None}
         if isinstance(step, Call):
-            message["tool_calls"] = [{"id": f"call_{n}", "type": "function", "function": {
+            message["tool_calls"] = [{"id": f"{self.call_ids}{n}", "type": "function", "function": {
                 "name": step.name, "arguments": json.dumps(step.args)}}]  # fmt: skip
         else:
             message["content"] = step.text

@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,20 @@ def env(home: Path, cache: Path, store: Path, api: Scripted | None = None) -> di
     return out
 
 
+def copilot(home: Path, repo: Path, cache: Path, store: Path, steps: list[Call | Say],
+            prompt: str, *more: str, ids: str = "call_") -> tuple[str, dict[str, str]]:  # fmt: skip
+    """One headless Copilot run on `steps`: its output, and what its model was given per call
+    (by id: `<ids><n>`)."""
+    with Scripted(steps, call_ids=ids) as api:
+        p = subprocess.run([str(COPILOT), "-p", prompt, "--allow-all-tools", "--no-auto-update",
+                            "--disable-client-telemetry", *more],
+                           cwd=repo, env=env(home, cache, store, api), capture_output=True,
+                           text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert api.spent
+    return p.stdout, chat_tool_outputs(api.requests[-1])
+
+
 def test_a_copilot_session_imports_with_what_its_model_was_given(tmp_path: Path,
                                                                  cache: Path) -> None:  # fmt: skip
     home, repo, store = tmp_path / "home", tmp_path / "repo", tmp_path / "store.db"
@@ -72,15 +88,9 @@ def test_a_copilot_session_imports_with_what_its_model_was_given(tmp_path: Path,
         Call("glob", {"pattern": "*.py"}),
         Say("All done."),
     ]
-    with Scripted(steps) as api:
-        p = subprocess.run([str(COPILOT), "-p", "Tidy notes.py", "--allow-all-tools",
-                            "--no-auto-update", "--disable-client-telemetry"],
-                           cwd=repo, env=env(home, cache, store, api), capture_output=True,
-                           text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert api.spent and "All done." in p.stdout
+    out, given = copilot(home, repo, cache, store, steps, "Tidy notes.py")
+    assert "All done." in out
     assert "line_2 = 22\n" in notes.read_text() and (repo / "new.txt").read_text() == "fresh\n"
-    given = chat_tool_outputs(api.requests[-1])  # call id -> what the model was given
     assert sorted(given) == [f"call_{n}" for n in range(1, 10)]
 
     [events] = (home / ".copilot" / "session-state").glob("*/events.jsonl")
@@ -120,3 +130,60 @@ def test_a_copilot_session_imports_with_what_its_model_was_given(tmp_path: Path,
     # Copilot's own numbers: the command's output is what it ran.
     assert given["call_4"].split("\n")[:3] == ["1", "2", "3"]
     assert json.loads(events.read_text().splitlines()[0])["data"]["copilotVersion"] == "1.0.102"
+
+
+def results(store: Path) -> list[tuple[str, str, str, int]]:
+    conn = sqlite3.connect(store)
+    try:
+        return conn.execute("SELECT session, tool, rkind, seen_chars FROM events "
+                            "WHERE kind = 'result' ORDER BY seq").fetchall()  # fmt: skip
+    except sqlite3.OperationalError:  # not created yet
+        return []
+    finally:
+        conn.close()
+
+
+def test_follow_takes_a_resumed_run_appended_to_the_session(tmp_path: Path, cache: Path) -> None:
+    """`copilot --resume` appends to the session's events.jsonl: `ctxview follow` running beside
+    it imports the second run into the same session, the rules going on across it (the file,
+    viewed before, is an unchanged stub)."""
+    home, repo, store = tmp_path / "home", tmp_path / "repo", tmp_path / "store.db"
+    home.mkdir()
+    repo.mkdir()
+    notes = repo / "notes.py"
+    notes.write_text("".join(f"line_{i} = {i}\n" for i in range(1, 31)))
+    copilot(home, repo, cache, store, [Call("view", {"path": str(notes)}), Say("Read it.")],
+            "Read notes.py")  # fmt: skip
+    [events] = (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    follow = subprocess.Popen([str(CTXVIEW), "follow", "--no-view", str(events)], cwd=repo,
+                              env=env(home, cache, store), stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while len(results(store)) < 1:
+            assert follow.poll() is None and time.monotonic() < deadline, "no first run"
+            time.sleep(0.1)
+        _, given = copilot(home, repo, cache, store, [
+            Call("view", {"path": str(notes)}),
+            Call("bash", {"command": "seq 1 2000", "description": "count"}),
+            Say("Again."),
+        ], "Look again", f"--resume={events.parent.name}", ids="again_")  # fmt: skip
+        deadline = time.monotonic() + 60
+        while len(results(store)) < 3:
+            assert follow.poll() is None and time.monotonic() < deadline, results(store)
+            time.sleep(0.1)
+    finally:
+        follow.send_signal(signal.SIGINT)
+        _, err = follow.communicate(timeout=30)
+    assert follow.returncode == 0, err
+    sid = f"cp-{events.parent.name}"
+    got = results(store)
+    assert [(s, t, r) for s, t, r, _ in got] == [
+        (sid, "read", "full"), (sid, "read", "unchanged"), (sid, "bash", "full")]  # fmt: skip
+    assert [n for *_, n in got[1:]] == [len(given["again_1"]), len(given["again_2"])]
+    conn = sqlite3.connect(store)
+    try:
+        users = [t for (t,) in conn.execute("SELECT text FROM events WHERE role = 'user' "
+                                            "ORDER BY seq")]  # fmt: skip
+    finally:
+        conn.close()
+    assert users == ["Read notes.py", "Look again"]
