@@ -158,7 +158,9 @@ class Scripted:
             "model": body.get("model", "fake"),
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "tool_calls" if isinstance(step, Call) else "stop"}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+            # distinct per request, a cached part inside the prompt's count (OpenAI's way)
+            "usage": {"prompt_tokens": 1000 + 10 * n, "completion_tokens": 5 + n,
+                      "total_tokens": 1005 + 11 * n, "prompt_tokens_details": {"cached_tokens": 400}},
         }  # fmt: skip
 
     def _answer(self, body: Request) -> list[dict[str, Any]]:

@@ -107,11 +107,17 @@ def test_a_copilot_session_imports_with_what_its_model_was_given(tmp_path: Path,
             "WHERE e.kind = 'result' ORDER BY e.seq").fetchall()  # fmt: skip
         said = conn.execute("SELECT role, text FROM events WHERE kind = 'message' AND text != '' "
                             "ORDER BY seq").fetchall()  # fmt: skip
+        usage = [json.loads(d or "{}").get("usage") for (d,) in conn.execute(
+            "SELECT data FROM events WHERE role = 'assistant' ORDER BY seq")]  # fmt: skip
     finally:
         conn.close()
     assert sid == f"cp-{events.parent.name}" and source == "copilot-cli"
     assert workspace == str(repo)
     assert said == [("user", "Tidy notes.py"), ("assistant", "All done.")]
+    # Each request's usage as the scripted provider reported it (1000 + 10n prompt tokens of which
+    # 400 cached, 5 + n out), from Copilot's usage records, cache reads out of the input.
+    assert usage == [{"input_tokens": 600 + 10 * n, "output_tokens": 5 + n,
+                      "cache_read_tokens": 400, "cache_write_tokens": 0} for n in range(1, 11)]  # fmt: skip
     assert [(ref, tool, rule, bool(capped)) for ref, tool, rule, capped, *_ in got] == [
         ("call_1", "read", "full", False), ("call_2", "read", "unchanged", False),
         ("call_3", "read", "unchanged", False), ("call_4", "bash", "full", True),

@@ -4,8 +4,10 @@ result but cannot replace it, so the rules here are a replay, not what the model
 
 File order is the order. `user.message` is the prompt (its `content`, what the person typed;
 Copilot sends `transformedContent`, with the date and reminders added); `assistant.message` a
-model response (text, reasoning, `toolRequests`, its `outputTokens`: the only usage Copilot
-writes per message); `tool.execution_complete` a result (`result.content` is what the model got).
+model response (text, reasoning, `toolRequests`, its `outputTokens`), whose request's usage is
+the `session.usage_record` before it with the same `apiCallId` (1.0.102: `inputTokens` holds the
+cached `cacheReadTokens`, as OpenAI counts, measured against a scripted provider; older files
+have only `outputTokens`); `tool.execution_complete` a result (`result.content` is what the model got).
 A sub-agent's events (`task` calls) carry `agentId`, the task call's id: they go to a child
 session `cp-<agentId>` linked to that call. `session.truncation` (Copilot trimmed the context)
 and `session.compaction_complete` are compactions.
@@ -59,10 +61,12 @@ class CopilotParser(SimpleParser):
         self.hub = hub
         self._pending: dict[str, dict[str, Any]] = state.get("pending", {})
         self._model: str | None = state.get("model")
+        # apiCallId -> the usage of that request (its usage record comes before its message)
+        self._usage: dict[str, dict[str, int]] = state.get("usage", {})
         self.quiet: dict[str, int] = {}
 
     def state(self) -> dict[str, Any]:
-        return {"pending": self._pending, "model": self._model}
+        return {"pending": self._pending, "model": self._model, "usage": self._usage}
 
     async def feed(self, rec: Any, lineno: int) -> None:
         need(rec, dict, "the record")
@@ -87,6 +91,9 @@ class CopilotParser(SimpleParser):
             return
         if kind in _QUIET:
             self.skip(kind)
+            return
+        if kind == "session.usage_record":
+            self._usage_record(data)
             return
         replay = await self._session_of(rec, data, ts)
         if kind == "user.message":
@@ -127,7 +134,10 @@ class CopilotParser(SimpleParser):
         if isinstance(data.get("reasoningText"), str) and data["reasoningText"]:
             extra["thinking"] = data["reasoningText"]
         out = data.get("outputTokens")
-        if isinstance(out, int) and not isinstance(out, bool) and out > 0:
+        usage = self._usage.pop(str(data.get("apiCallId")), None)
+        if usage is not None:
+            extra["usage"] = usage
+        elif isinstance(out, int) and not isinstance(out, bool) and out > 0:
             extra["usage"] = {"input_tokens": 0, "output_tokens": out, "cache_read_tokens": 0,
                               "cache_write_tokens": 0}  # fmt: skip
         for req in data.get("toolRequests") or []:
@@ -145,6 +155,25 @@ class CopilotParser(SimpleParser):
         content = data.get("content")
         await replay.message("assistant", content if isinstance(content, str) else "", ts=ts,
                              data=extra)  # fmt: skip
+
+    def _usage_record(self, data: dict[str, Any]) -> None:
+        usage = data.get("usage")
+        call = id_text(usage.get("apiCallId")) if isinstance(usage, dict) else None
+        if not isinstance(usage, dict) or call is None:
+            self.skip("session.usage_record")
+            return
+
+        def count(key: str) -> int:
+            value = usage.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        cached = count("cacheReadTokens")
+        self._usage[call] = {  # normalised to Claude's additive counting
+            "input_tokens": max(0, count("inputTokens") - cached),
+            "output_tokens": count("outputTokens"), "cache_read_tokens": cached,
+            "cache_write_tokens": count("cacheWriteTokens")}  # fmt: skip
+        if len(self._usage) > 64:  # one whose message never came: not kept for ever
+            self._usage.pop(next(iter(self._usage)))
 
     async def _result(self, replay: Replay, data: dict[str, Any], ts: float) -> None:
         call_id = need(data.get("toolCallId"), str, "toolCallId")
