@@ -222,7 +222,6 @@ def test_follow_takes_a_second_run_appended_to_the_history(repo: Repo) -> None:
         [(first, _, _)] = sessions(repo.store)
         # The first run is over: its last block (aider's report of the edit) is final too.
         wait_for(repo.store, lambda: results(repo.store, first), "the first run's edit")
-        time.sleep(1.1)  # aider names a session by its start second: the second run's own
         with Scripted([Say(BYE_REPLY)]) as api:
             repo.aider(api, "Say goodbye")
         assert (repo.root / "hello.py").read_text() == 'print("goodbye, world")\n'
