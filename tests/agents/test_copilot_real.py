@@ -193,3 +193,41 @@ def test_follow_takes_a_resumed_run_appended_to_the_session(tmp_path: Path, cach
     finally:
         conn.close()
     assert users == ["Read notes.py", "Look again"]
+
+
+def test_a_sub_agent_is_one_child_session_linked_to_its_task_call(tmp_path: Path,
+                                                                  cache: Path) -> None:  # fmt: skip
+    """Copilot 1.0.102 gives a `task` sub-agent an id of its own (its events' `agentId`), paired
+    with the task call only by `subagent.started`: its calls go to the child session of that
+    call, and there is no second, unlinked one."""
+    home, repo, store = tmp_path / "home", tmp_path / "repo", tmp_path / "store.db"
+    home.mkdir()
+    repo.mkdir()
+    notes = repo / "notes.py"
+    notes.write_text("".join(f"line_{i} = {i}\n" for i in range(1, 31)))
+    task = {"description": "look at notes", "prompt": "Read notes.py and say what it holds",
+            "agent_type": "explore", "name": "looker"}  # fmt: skip
+    # The sub-agent's requests come between the task call and the main agent's last answer.
+    copilot(home, repo, cache, store, [Call("task", task), Call("view", {"path": str(notes)}),
+                                       Say("It holds 30 lines."), Say("The helper read it.")],
+            "Ask a helper about notes.py")  # fmt: skip
+    [events] = (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    imp = subprocess.run([str(CTXVIEW), "import", str(events)], cwd=repo,
+                         env=env(home, cache, store), capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert imp.returncode == 0, imp.stderr
+    conn = sqlite3.connect(store)
+    try:
+        got = conn.execute("SELECT id, parent_session, parent_call, title FROM sessions "
+                           "ORDER BY parent_session IS NOT NULL").fetchall()  # fmt: skip
+        child = conn.execute("SELECT kind, role, tool, text FROM events WHERE session = "
+                             "'cp-call_1' ORDER BY seq").fetchall()  # fmt: skip
+    finally:
+        conn.close()
+    main = f"cp-{events.parent.name}"
+    assert got == [(main, None, None, "Ask a helper about notes.py"),
+                   ("cp-call_1", main, "call_1", "looker")]  # fmt: skip
+    assert [(k, r or t) for k, r, t, _ in child] == [
+        ("message", "user"), ("message", "assistant"), ("call", "read"), ("result", "read"),
+        ("message", "assistant")]  # fmt: skip
+    assert child[0][3] == task["prompt"] and child[-1][3] == "It holds 30 lines."

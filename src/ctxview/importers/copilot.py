@@ -8,8 +8,9 @@ model response (text, reasoning, `toolRequests`, its `outputTokens`), whose requ
 the `session.usage_record` before it with the same `apiCallId` (1.0.102: `inputTokens` holds the
 cached `cacheReadTokens`, as OpenAI counts, measured against a scripted provider; older files
 have only `outputTokens`); `tool.execution_complete` a result (`result.content` is what the model got).
-A sub-agent's events (`task` calls) carry `agentId`, the task call's id: they go to a child
-session `cp-<agentId>` linked to that call. `session.truncation` (Copilot trimmed the context)
+A sub-agent's events (`task` calls) carry `agentId`: the task call's id in 1.0.55, its own id
+in 1.0.102, where its `subagent.started` pairs the two; they go to a child session
+`cp-<task call id>` linked to that call. `session.truncation` (Copilot trimmed the context)
 and `session.compaction_complete` are compactions.
 
 Tools: `view {path, view_range}` is a read: Copilot numbers its lines `N. text` for some models
@@ -63,10 +64,12 @@ class CopilotParser(SimpleParser):
         self._model: str | None = state.get("model")
         # apiCallId -> the usage of that request (its usage record comes before its message)
         self._usage: dict[str, dict[str, int]] = state.get("usage", {})
+        self._agents: dict[str, str] = state.get("agents", {})  # agentId -> its task call's id
         self.quiet: dict[str, int] = {}
 
     def state(self) -> dict[str, Any]:
-        return {"pending": self._pending, "model": self._model, "usage": self._usage}
+        return {"pending": self._pending, "model": self._model, "usage": self._usage,
+                "agents": self._agents}  # fmt: skip
 
     async def feed(self, rec: Any, lineno: int) -> None:
         need(rec, dict, "the record")
@@ -79,6 +82,9 @@ class CopilotParser(SimpleParser):
             self._model = id_text(data.get("newModel")) or self._model
         if kind == "subagent.started":
             call = id_text(data.get("toolCallId"))
+            agent = id_text(rec.get("agentId"))
+            if call and agent:
+                self._agents[agent] = call
             if call:
                 title = str(data.get("agentDisplayName") or data.get("agentName") or "sub-agent")
                 await self.hub.child(f"cp-{call}", title=title, parent_call=call, started=ts,
@@ -123,6 +129,7 @@ class CopilotParser(SimpleParser):
         agent = id_text(rec.get("agentId")) or id_text(data.get("parentToolCallId"))
         if agent is None:
             return self.hub.main
+        agent = self._agents.get(agent, agent)
         return await self.hub.child(f"cp-{agent}", title="sub-agent", parent_call=agent,
                                     started=ts, source_ref=agent)  # fmt: skip
 
