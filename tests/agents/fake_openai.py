@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -51,6 +52,9 @@ class Scripted:
     steps: list[Call | Say]
     requests: list[Request] = field(default_factory=list)
     call_ids: str = "call_"  # a completion's tool call ids: `<call_ids><n>` (another per run)
+    # Answers a request of its own without taking a step (an agent's background summary request,
+    # whose time among the others is the agent's), or None: the script's next step.
+    aside: Callable[[Request], Say | None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _step: int = 0
@@ -136,8 +140,11 @@ class Scripted:
             self._server.server_close()
 
     def _next(self, body: Request) -> tuple[int, Call | Say]:
+        own = self.aside(body) if self.aside is not None else None
         with self._lock:
             self.requests.append(body)
+            if own is not None:
+                return len(self.requests), own
             step: Call | Say = Say("done.")
             if self._step < len(self.steps):
                 step = self.steps[self._step]

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_openai import Call, Say, Scripted, chat_tool_outputs
@@ -55,17 +56,26 @@ def env(home: Path, cache: Path, store: Path, api: Scripted | None = None) -> di
 
 
 def copilot(home: Path, repo: Path, cache: Path, store: Path, steps: list[Call | Say],
-            prompt: str, *more: str, ids: str = "call_") -> tuple[str, dict[str, str]]:  # fmt: skip
-    """One headless Copilot run on `steps`: its output, and what its model was given per call
-    (by id: `<ids><n>`)."""
-    with Scripted(steps, call_ids=ids) as api:
+            prompt: str, *more: str, ids: str = "call_", aside: Any = None,
+            limit: int | None = None) -> tuple[str, dict[str, str], list[dict[str, Any]]]:  # fmt: skip
+    """One headless Copilot run on `steps`: its output, what its model was given per call (by
+    id: `<ids><n>`) and the requests. `limit`: the model's prompt tokens (Copilot compacts
+    near it)."""
+    run_env = {}
+    with Scripted(steps, call_ids=ids, aside=aside) as api:
+        run_env = env(home, cache, store, api)
+        if limit is not None:
+            run_env["COPILOT_PROVIDER_MAX_PROMPT_TOKENS"] = str(limit)
         p = subprocess.run([str(COPILOT), "-p", prompt, "--allow-all-tools", "--no-auto-update",
                             "--disable-client-telemetry", *more],
-                           cwd=repo, env=env(home, cache, store, api), capture_output=True,
-                           text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+                           cwd=repo, env=run_env, capture_output=True, text=True, timeout=300,
+                           stdin=subprocess.DEVNULL)  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
     assert api.spent
-    return p.stdout, chat_tool_outputs(api.requests[-1])
+    given: dict[str, str] = {}
+    for request in api.requests:
+        given |= chat_tool_outputs(request)
+    return p.stdout, given, api.requests
 
 
 def test_a_copilot_session_imports_with_what_its_model_was_given(tmp_path: Path,
@@ -88,7 +98,7 @@ def test_a_copilot_session_imports_with_what_its_model_was_given(tmp_path: Path,
         Call("glob", {"pattern": "*.py"}),
         Say("All done."),
     ]
-    out, given = copilot(home, repo, cache, store, steps, "Tidy notes.py")
+    out, given, _ = copilot(home, repo, cache, store, steps, "Tidy notes.py")
     assert "All done." in out
     assert "line_2 = 22\n" in notes.read_text() and (repo / "new.txt").read_text() == "fresh\n"
     assert sorted(given) == [f"call_{n}" for n in range(1, 10)]
@@ -168,7 +178,7 @@ def test_follow_takes_a_resumed_run_appended_to_the_session(tmp_path: Path, cach
         while len(results(store)) < 1:
             assert follow.poll() is None and time.monotonic() < deadline, "no first run"
             time.sleep(0.1)
-        _, given = copilot(home, repo, cache, store, [
+        _, given, _ = copilot(home, repo, cache, store, [
             Call("view", {"path": str(notes)}),
             Call("bash", {"command": "seq 1 2000", "description": "count"}),
             Say("Again."),
@@ -231,3 +241,56 @@ def test_a_sub_agent_is_one_child_session_linked_to_its_task_call(tmp_path: Path
         ("message", "user"), ("message", "assistant"), ("call", "read"), ("result", "read"),
         ("message", "assistant")]  # fmt: skip
     assert child[0][3] == task["prompt"] and child[-1][3] == "It holds 30 lines."
+
+
+SUMMARY = "Summary: notes.py was read and three counts were run."
+
+
+def summary_request(request: dict[str, Any]) -> Say | None:
+    """Copilot's compaction asks the model for a summary (in the background, while the agent
+    goes on): answered aside, so the script's steps stay in order."""
+    last = request.get("messages", [{}])[-1].get("content")
+    text = last if isinstance(last, str) else json.dumps(last)
+    return Say(SUMMARY) if "create a detailed summary of the conversation" in text else None
+
+
+def test_copilot_s_compaction_is_a_boundary_with_its_summary(tmp_path: Path, cache: Path) -> None:
+    """With a small prompt limit Copilot compacts by itself (`session.compaction_start`, a
+    `session.truncation`, then `session.compaction_complete` with the model's summary): the
+    import has boundaries, the last holding that summary and the files-read table."""
+    home, repo, store = tmp_path / "home", tmp_path / "repo", tmp_path / "store.db"
+    home.mkdir()
+    repo.mkdir()
+    notes = repo / "notes.py"
+    notes.write_text("".join(f"line_{i} = {i}\n" for i in range(1, 61)))
+    steps: list[Call | Say] = [Call("view", {"path": str(notes)})]
+    steps += [Call("bash", {"command": f"seq {n} {n + 2999}", "description": "count"})
+              for n in (1, 2, 3)]  # fmt: skip
+    steps += [Say("Counted.")]
+    _, given, requests = copilot(home, repo, cache, store, steps, "Read and count",
+                                 aside=summary_request, limit=16000)  # fmt: skip
+    assert any(summary_request(r) for r in requests)  # Copilot asked for a summary
+    [events] = (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    kinds = [json.loads(line)["type"] for line in events.read_text().splitlines()]
+    assert "session.compaction_complete" in kinds
+    imp = subprocess.run([str(CTXVIEW), "import", str(events)], cwd=repo,
+                         env=env(home, cache, store), capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert imp.returncode == 0, imp.stderr
+    conn = sqlite3.connect(store)
+    try:
+        bounds = conn.execute("SELECT text, data FROM events WHERE kind = 'compaction' "
+                              "ORDER BY seq").fetchall()  # fmt: skip
+        seen = dict(conn.execute("SELECT call_ref, seen_chars FROM events WHERE kind = 'result'"))
+    finally:
+        conn.close()
+    assert len(bounds) == kinds.count("session.truncation") + kinds.count(
+        "session.compaction_complete")  # fmt: skip
+    text, data = bounds[-1]
+    assert text == SUMMARY and json.loads(data)["source"] == "session.compaction_complete"
+    rows = json.dumps(json.loads(bounds[0][1])["rows"])
+    assert str(notes) in rows  # the files read before it, for the model after it
+    # What reached the model is what was stored as seen; with this limit Copilot's truncation
+    # drops some outputs before any request holds them (its boundary says so).
+    assert set(given) <= set(seen) and len(seen) == 4
+    assert all(seen[ref] == len(out) for ref, out in given.items())
