@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -297,6 +298,49 @@ async def test_follow_a_gemini_document_rewritten_whole(tmp_path: Path) -> None:
         await importer.step(live=True)  # nothing new: nothing twice
     row, evs = (await events_of(store))[sid]
     assert results(evs)[:2] == [("read", "full"), ("read", "unchanged")] and row.results == 7
+
+
+AIDER_REAL = FIX / "aider-real" / ".aider.chat.history.md"  # written by the real aider 0.86.2
+
+
+async def test_follow_an_aider_log_whose_last_block_grows_after_a_pause(tmp_path: Path) -> None:
+    """The log's last block is imported once the file has been still a moment (aider writes
+    nothing when it exits), held while it is being written, and what aider appends to it later
+    (its "Applied edit" after a pause) is imported then: not lost, nothing twice."""
+    text = AIDER_REAL.read_text()
+    cut = text.index("> Applied edit to hello.py")
+    src, store = tmp_path / ".aider.chat.history.md", tmp_path / "s.db"
+
+    def write(body: str, *, still: bool) -> None:
+        src.write_text(body)
+        if still:  # as if written a while ago
+            old = src.stat().st_mtime - 10
+            os.utime(src, (old, old))
+
+    async def system_texts(sid: str) -> list[str]:
+        _, evs = (await events_of(store))[sid]
+        return [e.text or "" for e in evs if e.kind == "message" and e.role == "system"]
+
+    async with await Writer.open(store) as writer:
+        importer = FileImporter(writer, src)
+        write(text[:cut], still=False)  # aider is writing its report
+        await importer.step(live=True)
+        [sid] = (await events_of(store)).keys()
+        assert not any(t.startswith("Tokens:") for t in await system_texts(sid))
+        write(text[:cut], still=True)
+        await importer.step(live=True)
+        assert (await system_texts(sid))[-1].startswith("Tokens: 2.4k sent")
+        assert (await events_of(store))[sid][0].results == 0
+        write(text, still=True)  # then "Applied edit to hello.py" in the same block
+        await importer.step(live=True)
+        await importer.step(live=True)
+    row, evs = (await events_of(store))[sid]
+    assert results(evs) == [("edit", "full")] and row.results == 1
+    said = await system_texts(sid)
+    assert said[-2:] == ["Tokens: 2.4k sent, 38 received.", "Applied edit to hello.py"]
+    # An import of the whole file afterwards adds nothing.
+    _, out, _ = await asyncio.to_thread(run, store, "import", str(src))
+    assert out.startswith("Imported 0 new lines"), out
 
 
 def test_a_bad_file_of_each_format_is_one_sentence(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ def _modules() -> list[Path]:
         for p in (ROOT / folder).rglob("*.py")
         if "__snapshots__" not in p.parts
         and "node_modules" not in p.parts  # the agents npm installs
+        and ".venv" not in p.parts  # and aider's own venv (tests/agents/aider/.venv)
     )
 
 

@@ -1,8 +1,10 @@
-"""A scripted OpenAI Responses API on loopback, for driving the real Codex CLI in tests.
+"""A scripted OpenAI API on loopback, for driving real agents in tests: the Responses API (Codex)
+and Chat Completions (aider through litellm, Copilot CLI's BYOK provider).
 
-Each POST to `/v1/responses` is recorded (its JSON body) and answered in SSE with the script's
-next step: a function call the model "makes", or a final assistant message. A request that
-arrives after the script is spent gets a plain "done." message, so Codex always finishes.
+Each POST to `/v1/responses` or `/v1/chat/completions` is recorded (its JSON body) and answered
+with the script's next step: a function call the model "makes", or a final assistant message
+(SSE for Responses and for a streamed completion, one JSON object otherwise). A request that
+arrives after the script is spent gets a plain "done." message, so the agent always finishes.
 Nothing leaves 127.0.0.1.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -48,6 +51,10 @@ class Say:
 class Scripted:
     steps: list[Call | Say]
     requests: list[Request] = field(default_factory=list)
+    call_ids: str = "call_"  # a completion's tool call ids: `<call_ids><n>` (another per run)
+    # Answers a request of its own without taking a step (an agent's background summary request,
+    # whose time among the others is the agent's), or None: the script's next step.
+    aside: Callable[[Request], Say | None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _step: int = 0
@@ -83,7 +90,11 @@ class Scripted:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
-                if not self.path.rstrip("/").endswith("/responses"):
+                path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/chat/completions"):
+                    self._chat(scripted._chat_answer(body), bool(body.get("stream")))
+                    return
+                if not path.endswith("/responses"):
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
@@ -99,6 +110,25 @@ class Scripted:
                 self.wfile.flush()
                 self.close_connection = True
 
+            def _chat(self, completion: dict[str, Any], stream: bool) -> None:
+                if not stream:
+                    raw = json.dumps(completion).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for chunk in _chunks(completion):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -109,16 +139,39 @@ class Scripted:
             self._server.shutdown()
             self._server.server_close()
 
-    def _answer(self, body: Request) -> list[dict[str, Any]]:
+    def _next(self, body: Request) -> tuple[int, Call | Say]:
+        own = self.aside(body) if self.aside is not None else None
         with self._lock:
             self.requests.append(body)
-            n = len(self.requests)
-            step: Call | Say
+            if own is not None:
+                return len(self.requests), own
+            step: Call | Say = Say("done.")
             if self._step < len(self.steps):
                 step = self.steps[self._step]
                 self._step += 1
-            else:
-                step = Say("done.")
+            return len(self.requests), step
+
+    def _chat_answer(self, body: Request) -> dict[str, Any]:
+        """The next step as one Chat Completions answer (`chat.completion`)."""
+        n, step = self._next(body)
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        if isinstance(step, Call):
+            message["tool_calls"] = [{"id": f"{self.call_ids}{n}", "type": "function", "function": {
+                "name": step.name, "arguments": json.dumps(step.args)}}]  # fmt: skip
+        else:
+            message["content"] = step.text
+        return {
+            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0,
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if isinstance(step, Call) else "stop"}],
+            # distinct per request, a cached part inside the prompt's count (OpenAI's way)
+            "usage": {"prompt_tokens": 1000 + 10 * n, "completion_tokens": 5 + n,
+                      "total_tokens": 1005 + 11 * n, "prompt_tokens_details": {"cached_tokens": 400}},
+        }  # fmt: skip
+
+    def _answer(self, body: Request) -> list[dict[str, Any]]:
+        n, step = self._next(body)
         rid = f"resp_{n}"
         if isinstance(step, Call):
             item: dict[str, Any] = {
@@ -142,6 +195,32 @@ class Scripted:
     @property
     def spent(self) -> bool:
         return self._step >= len(self.steps)
+
+
+def _chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
+    """A completion as the `chat.completion.chunk`s a streamed answer sends: the role, the text or
+    the tool calls, then the finish reason with the usage."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    base = {k: completion[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    delta: dict[str, Any] = {"role": "assistant"}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
+    else:
+        delta["content"] = message["content"]
+    return [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}],
+         "usage": completion["usage"]},
+    ]  # fmt: skip
+
+
+def chat_tool_outputs(request: Request) -> dict[str, str]:
+    """tool_call_id -> the text the model was given for that call, from a Chat Completions
+    request's `messages`."""
+    return {m.get("tool_call_id", ""): _text(m.get("content"))
+            for m in request.get("messages", []) if m.get("role") == "tool"}  # fmt: skip
 
 
 def tool_outputs(request: Request) -> dict[str, str]:

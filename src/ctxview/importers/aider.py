@@ -7,9 +7,11 @@ does not hold).
 
 Blocks: `#### ` lines are what the person typed, `> ` lines aider's own output, the rest the
 model's reply. What aider ran and gave the model goes through the rules: `/run` and `/test`
-commands with the output that follows them are bash results; an edit block (`<<<<<<< SEARCH` ...
-`>>>>>>> REPLACE`, or a whole file) that aider reports `Applied edit to <file>` is an edit of
-that file (its text stored as the model wrote it: the file itself is not in the log). `Tokens:
+commands with the output that follows them are bash results (aider 0.86 writes no output there,
+only its question and "Added N lines of output to the chat.": no result then); an edit block
+(`<<<<<<< SEARCH` ... `>>>>>>> REPLACE`, or a whole file) that aider reports `Applied edit to
+<file>` is an edit of that file (its text stored as the model wrote it: the file itself is not
+in the log). `Tokens:
 12k sent, 839 received` lines are kept on aider's message as they are (rounded, not counts).
 """
 
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
 
 _APPLIED = re.compile(r"^Applied edit to (.+?)\s*$", re.M)
 _RUN = re.compile(r"^/(run|test)\s+(.+)$", re.S)
+# aider's own lines after a command's output: whether to add it to the chat, and that it did.
+_ASKED = re.compile(r"^(Add (the|[\d.]+k? tokens of command) output to the chat\?.*"
+                    r"|Added \d+ lines? of output to the chat\.)$")  # fmt: skip
 
 
 def blocks(lines: list[str]) -> list[dict[str, str]]:
@@ -47,6 +52,17 @@ def blocks(lines: list[str]) -> list[dict[str, str]]:
     for b in out:
         b["text"] = b["text"].strip("\n")
     return [b for b in out if b["text"].strip()]
+
+
+def _run_output(text: str) -> tuple[str, str]:
+    """A `/run` block as (the command's output, aider's own lines after it). aider 0.86 writes
+    only its question and "Added N lines of output to the chat." (the output went to the terminal
+    and the model, not the log): then there is no output to replay."""
+    lines = text.split("\n")
+    n = len(lines)
+    while n > 0 and _ASKED.match(lines[n - 1].strip()):
+        n -= 1
+    return "\n".join(lines[:n]).strip("\n"), "\n".join(lines[n:])
 
 
 class AiderParser(SimpleParser):
@@ -77,9 +93,13 @@ class AiderParser(SimpleParser):
         elif kind == "aider":
             if self._run is not None:
                 run, self._run = self._run, None
-                await put_result(main, Other("bash"), {"command": run["command"],
-                                                       "via": f"/{run['tool']}"}, text,
-                                 call_ref=ref, seen=len(text), ts=ts)  # fmt: skip
+                output, asked = _run_output(text)
+                if output:
+                    await put_result(main, Other("bash"), {"command": run["command"],
+                                                           "via": f"/{run['tool']}"}, output,
+                                     call_ref=ref, seen=len(output), ts=ts)  # fmt: skip
+                if asked:
+                    await main.message("system", asked, ts=ts, data={"subtype": "aider"})
                 return
             applied = _APPLIED.findall(text)
             if applied and self._edit is not None:

@@ -4,14 +4,18 @@ result but cannot replace it, so the rules here are a replay, not what the model
 
 File order is the order. `user.message` is the prompt (its `content`, what the person typed;
 Copilot sends `transformedContent`, with the date and reminders added); `assistant.message` a
-model response (text, reasoning, `toolRequests`, its `outputTokens`: the only usage Copilot
-writes per message); `tool.execution_complete` a result (`result.content` is what the model got).
-A sub-agent's events (`task` calls) carry `agentId`, the task call's id: they go to a child
-session `cp-<agentId>` linked to that call. `session.truncation` (Copilot trimmed the context)
+model response (text, reasoning, `toolRequests`, its `outputTokens`), whose request's usage is
+the `session.usage_record` before it with the same `apiCallId` (1.0.102: `inputTokens` holds the
+cached `cacheReadTokens`, as OpenAI counts, measured against a scripted provider; older files
+have only `outputTokens`); `tool.execution_complete` a result (`result.content` is what the model got).
+A sub-agent's events (`task` calls) carry `agentId`: the task call's id in 1.0.55, its own id
+in 1.0.102, where its `subagent.started` pairs the two; they go to a child session
+`cp-<task call id>` linked to that call. `session.truncation` (Copilot trimmed the context)
 and `session.compaction_complete` are compactions.
 
-Tools: `view {path, view_range}` is a read (Copilot numbers its lines `N. text`; a folder's
-listing is not lines); `grep`/`rg`, `glob`, are grep and glob; `create {path, file_text}` an
+Tools: `view {path, view_range}` is a read: Copilot numbers its lines `N. text` for some models
+(1.0.55 with Claude) and gives them plain for others (1.0.102 with an OpenAI-compatible
+provider), where its `toolTelemetry` says `viewType: file` (a folder's listing is not lines); `grep`/`rg`, `glob`, are grep and glob; `create {path, file_text}` an
 edit of a new file; `edit`/`str_replace`/`write` change their path; `bash`/`shell`/`powershell`
 are bash; the rest (report_intent, task, ...) is capped.
 """
@@ -30,7 +34,9 @@ from ctxview.importers.agent_tools import (
     SimpleParser,
     numbered,
     path_arg,
+    positive,
     put_result,
+    text_lines,
 )
 from ctxview.importers.agent_tools import Read as ReadHow
 from ctxview.importers.common import block_text, check_time, id_text, need, path_text, when
@@ -56,10 +62,14 @@ class CopilotParser(SimpleParser):
         self.hub = hub
         self._pending: dict[str, dict[str, Any]] = state.get("pending", {})
         self._model: str | None = state.get("model")
+        # apiCallId -> the usage of that request (its usage record comes before its message)
+        self._usage: dict[str, dict[str, int]] = state.get("usage", {})
+        self._agents: dict[str, str] = state.get("agents", {})  # agentId -> its task call's id
         self.quiet: dict[str, int] = {}
 
     def state(self) -> dict[str, Any]:
-        return {"pending": self._pending, "model": self._model}
+        return {"pending": self._pending, "model": self._model, "usage": self._usage,
+                "agents": self._agents}  # fmt: skip
 
     async def feed(self, rec: Any, lineno: int) -> None:
         need(rec, dict, "the record")
@@ -72,6 +82,9 @@ class CopilotParser(SimpleParser):
             self._model = id_text(data.get("newModel")) or self._model
         if kind == "subagent.started":
             call = id_text(data.get("toolCallId"))
+            agent = id_text(rec.get("agentId"))
+            if call and agent:
+                self._agents[agent] = call
             if call:
                 title = str(data.get("agentDisplayName") or data.get("agentName") or "sub-agent")
                 await self.hub.child(f"cp-{call}", title=title, parent_call=call, started=ts,
@@ -84,6 +97,9 @@ class CopilotParser(SimpleParser):
             return
         if kind in _QUIET:
             self.skip(kind)
+            return
+        if kind == "session.usage_record":
+            self._usage_record(data)
             return
         replay = await self._session_of(rec, data, ts)
         if kind == "user.message":
@@ -113,6 +129,7 @@ class CopilotParser(SimpleParser):
         agent = id_text(rec.get("agentId")) or id_text(data.get("parentToolCallId"))
         if agent is None:
             return self.hub.main
+        agent = self._agents.get(agent, agent)
         return await self.hub.child(f"cp-{agent}", title="sub-agent", parent_call=agent,
                                     started=ts, source_ref=agent)  # fmt: skip
 
@@ -124,7 +141,10 @@ class CopilotParser(SimpleParser):
         if isinstance(data.get("reasoningText"), str) and data["reasoningText"]:
             extra["thinking"] = data["reasoningText"]
         out = data.get("outputTokens")
-        if isinstance(out, int) and not isinstance(out, bool) and out > 0:
+        usage = self._usage.pop(str(data.get("apiCallId")), None)
+        if usage is not None:
+            extra["usage"] = usage
+        elif isinstance(out, int) and not isinstance(out, bool) and out > 0:
             extra["usage"] = {"input_tokens": 0, "output_tokens": out, "cache_read_tokens": 0,
                               "cache_write_tokens": 0}  # fmt: skip
         for req in data.get("toolRequests") or []:
@@ -143,6 +163,25 @@ class CopilotParser(SimpleParser):
         await replay.message("assistant", content if isinstance(content, str) else "", ts=ts,
                              data=extra)  # fmt: skip
 
+    def _usage_record(self, data: dict[str, Any]) -> None:
+        usage = data.get("usage")
+        call = id_text(usage.get("apiCallId")) if isinstance(usage, dict) else None
+        if not isinstance(usage, dict) or call is None:
+            self.skip("session.usage_record")
+            return
+
+        def count(key: str) -> int:
+            value = usage.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+        cached = count("cacheReadTokens")
+        self._usage[call] = {  # normalised to Claude's additive counting
+            "input_tokens": max(0, count("inputTokens") - cached),
+            "output_tokens": count("outputTokens"), "cache_read_tokens": cached,
+            "cache_write_tokens": count("cacheWriteTokens")}  # fmt: skip
+        if len(self._usage) > 64:  # one whose message never came: not kept for ever
+            self._usage.pop(next(iter(self._usage)))
+
     async def _result(self, replay: Replay, data: dict[str, Any], ts: float) -> None:
         call_id = need(data.get("toolCallId"), str, "toolCallId")
         call = self._pending.pop(call_id, None) or {"name": "unknown", "input": {}}
@@ -152,18 +191,30 @@ class CopilotParser(SimpleParser):
             content = data["error"].get("message") if isinstance(data["error"], dict) else \
                 data["error"]  # fmt: skip
         text = content if isinstance(content, str) else block_text(content)
-        how = _how(call["name"], call["input"], text, data.get("success") is not False)
+        how = _how(call["name"], call["input"], text, data.get("success") is not False,
+                   _view_type(data))  # fmt: skip
         await put_result(replay, how, call["input"], text, call_ref=call_id, seen=len(text),
                          ts=ts)  # fmt: skip
 
 
-def _how(name: str, args: dict[str, Any], text: str, ok: bool) -> How:
+def _view_type(data: dict[str, Any]) -> str | None:
+    tel = data.get("toolTelemetry")
+    props = tel.get("properties") if isinstance(tel, dict) else None
+    kind = props.get("viewType") if isinstance(props, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _how(name: str, args: dict[str, Any], text: str, ok: bool, view_type: str | None) -> How:
     path = path_arg(args, "path", "file_path")
     if ok:
         if name == "view" and path:
             found = numbered(text, _NUMBERED)
             if found is not None:
                 return ReadHow(path, found[0], found[1], None)
+            if view_type == "file":  # its lines as they are, from the range's start
+                span = args.get("view_range")
+                first = positive(span[0]) if isinstance(span, list) and span else None
+                return ReadHow(path, first or 1, text_lines(text), None)
         if name in _SEARCH:
             return Search(_SEARCH[name])
         if name == "create" and path and isinstance(args.get("file_text"), str):

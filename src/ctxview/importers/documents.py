@@ -7,7 +7,8 @@ aider's log). A session's data remembers how many of its units were imported and
 identity, so an import of an unchanged source adds nothing, a grown one adds only the new units,
 and one whose first unit changed (replaced, truncated) is read again from its start, as the
 runner does for a line file. While following, a last unit that may still change (a message whose
-tool calls have not finished) waits for the next step."""
+tool calls have not finished) waits for the next step; aider's last block waits only while the
+file is being written, and what is appended to it after it was imported is imported then."""
 
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ class DocSession:
     units: list[Any]
     head: str  # the first unit's identity: another one there means the source was replaced
     final: int  # units[:final] are finished; the rest may still change (held while following)
+    # Its last unit is text its agent may still append to (the end of aider's log): imported when
+    # the file has been still a while, and what is appended to it later imported then.
+    grows: bool = False
     title: str | None = None
     started: float | None = None
     parent: str | None = None  # the parent session's key (a sub-agent's session)
@@ -194,6 +198,10 @@ def _opencode_open(msg: dict[str, Any]) -> bool:
 # aider
 
 _AIDER_START = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s*$")
+# While following, the log's last block waits until the file has been still this long: aider
+# appends a block line by line, and writes nothing when it exits (a finished run's last block,
+# its report of the edits, would wait for the next run otherwise).
+AIDER_SETTLE_SECONDS = 1.0
 
 
 def read_aider(path: Path, live: bool) -> list[DocSession]:
@@ -204,6 +212,7 @@ def read_aider(path: Path, live: bool) -> list[DocSession]:
     except FileTooLarge:
         raise NotTranscript(f"{path} is larger than aider's history ctxview reads.") from None
     tag = hashlib.sha1(str(path).encode()).hexdigest()[:6]
+    writing = live and _written_within(path, AIDER_SETTLE_SECONDS)
     out: list[DocSession] = []
     starts: list[tuple[int, str]] = []
     lines = text.split("\n")
@@ -230,8 +239,32 @@ def read_aider(path: Path, live: bool) -> list[DocSession]:
         if i < 0 and not units:
             continue
         out.append(DocSession(f"{key}-{tag}", str(path.parent), units, lines[max(i, 0)],
-                              len(units) - (1 if last and units else 0), started=started))  # fmt: skip
+                              len(units) - (1 if last and units and writing else 0),
+                              started=started, grows=last))  # fmt: skip
     return out
+
+
+def _written_within(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime < seconds
+    except OSError:
+        return False
+
+
+def _grown(doc: DocSession, state: dict[str, Any]) -> dict[str, Any] | None:
+    """What was appended to the last unit imported since it was imported (a block of aider's log
+    fed when the file was still, and written to again), as a unit of its own; None if nothing."""
+    tail = state.get("tail")
+    if not (isinstance(tail, list) and len(tail) == 2):
+        return None
+    i, n = int(tail[0]), int(tail[1])
+    if i != int(state.get("done", 0)) - 1 or not 0 <= i < len(doc.units):
+        return None
+    unit = doc.units[i]
+    if not (isinstance(unit, dict) and isinstance(unit.get("text"), str)):
+        return None
+    more = unit["text"][n:].strip("\n")
+    return {**unit, "text": more} if len(unit["text"]) > n and more else None
 
 
 def _stamp(value: Any) -> float | None:
@@ -314,7 +347,7 @@ async def _one(writer: Writer, path: Path, fmt: str, doc: DocSession, sid: str,
         known = json.loads(info["data"] or "{}").get("import", {})
         if known.get("head") == doc.head and int(known.get("done", 0)) >= (
                 doc.final if live else len(doc.units)) and int(known.get("done", 0)) <= len(
-                doc.units):  # fmt: skip
+                doc.units) and _grown(doc, known) is None:  # fmt: skip
             return  # nothing new: looked at without loading the session
     if info is None:
         parent = sids.get(doc.parent) if doc.parent else None
@@ -344,13 +377,17 @@ async def _one(writer: Writer, path: Path, fmt: str, doc: DocSession, sid: str,
         await main.message("system", "The source was truncated or replaced; importing it again "
                            "from its start.", ts=time.time(), data={"subtype": "source_replaced"})  # fmt: skip
         done, state = 0, {}
-    if upto <= done and not replaced:
+    grown = None if replaced else _grown(doc, state)
+    if upto <= done and grown is None and not replaced:
         return
     parser = _parser(fmt, hub, state.get("parser", {}))
     problems = int(state.get("problems", 0))
-    for i in range(done, upto):
+    feeds = [(i, doc.units[i]) for i in range(done, upto)]
+    if grown is not None:
+        feeds.insert(0, (done - 1, grown))
+    for i, unit in feeds:
         try:
-            await parser.feed(doc.units[i], i + 1)
+            await parser.feed(unit, i + 1)
         except BadRecord as exc:
             report.problems.append(Problem(str(path), i + 1, f"{doc.key}: {exc}"))
             problems += 1
@@ -361,7 +398,12 @@ async def _one(writer: Writer, path: Path, fmt: str, doc: DocSession, sid: str,
             problems += 1
     for kind, count in parser.quiet.items():
         report.quiet[kind] = report.quiet.get(kind, 0) + count
-    report.lines += max(0, upto - done)
-    await hub.save({"format": fmt, "path": str(path), "done": max(upto, done), "head": doc.head,
-                    "problems": problems, "parser": parser.state()}, live=live)  # fmt: skip
+    report.lines += max(0, upto - done) + (grown is not None)
+    done = max(upto, done)
+    tail = None  # the last unit, fed while its agent may still append to it: how much of it
+    if doc.grows and done == len(doc.units) and done > 0:
+        tail = [done - 1, len(doc.units[done - 1]["text"])]
+    await hub.save({"format": fmt, "path": str(path), "done": done, "head": doc.head,
+                    "problems": problems, "parser": parser.state(), "tail": tail},
+                   live=live)  # fmt: skip
     report.sessions |= hub.sessions

@@ -1,0 +1,241 @@
+"""The real aider 0.86.2 (tests/agents/aider/.venv, pinned by hash; `.ci/run` installs it) run
+headless against the scripted Chat Completions (fake_openai.py) through litellm's `openai/`
+route, in a temporary HOME and repository: the `.aider.chat.history.md` it writes is what
+`ctxview import` and `ctxview follow` read (issue 19 point 3), so these fixtures are aider's own.
+
+aider runs with `--message` (one prompt, then it exits), `--yes-always`, `--no-git` and the diff
+edit format; the scripted model answers with text and a SEARCH/REPLACE block, which aider applies.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fake_openai import Say, Scripted
+
+HERE = Path(__file__).resolve().parent
+AIDER = HERE / "aider" / ".venv" / "bin" / "aider"
+CTXVIEW = Path(sys.executable).with_name("ctxview")
+
+needs_aider = pytest.mark.skipif(not AIDER.exists(), reason="aider is not installed "
+                                 "(tests/agents/aider/.venv, see .ci/run)")  # fmt: skip
+pytestmark = [needs_aider, pytest.mark.e2e]
+
+EDIT = """hello.py
+```python
+<<<<<<< SEARCH
+print("hello")
+=======
+print("hello, world")
+>>>>>>> REPLACE
+```"""
+REPLY = f"I will change the greeting.\n\n{EDIT}\n\nThe greeting now names the world."
+BYE = """hello.py
+```python
+<<<<<<< SEARCH
+print("hello, world")
+=======
+print("goodbye, world")
+>>>>>>> REPLACE
+```"""
+BYE_REPLY = f"Now it says goodbye.\n\n{BYE}\n\nDone."
+
+
+@dataclass
+class Repo:
+    root: Path  # the repository aider runs in (its history files are written here)
+    home: Path
+    store: Path
+
+    @property
+    def history(self) -> Path:
+        return self.root / ".aider.chat.history.md"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("OPENAI", "AIDER", "ANTHROPIC", "LITELLM", "CTXVIEW", "XDG_"))}  # fmt: skip
+        env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
+                   XDG_DATA_HOME=str(self.home / ".local/share"),
+                   XDG_STATE_HOME=str(self.home / ".local/state"), OPENAI_API_KEY="test-key",
+                   # litellm's price list from its own file, not fetched from the network
+                   LITELLM_LOCAL_MODEL_COST_MAP="True", CTXVIEW_STORE=str(self.store))  # fmt: skip
+        return env
+
+    def aider(self, api: Scripted, message: str) -> str:
+        """One headless aider run; its terminal output."""
+        p = subprocess.run(
+            [str(AIDER), "--model", "openai/fake-model", "--openai-api-base", api.base_url,
+             "--no-git", "--yes-always", "--no-check-update", "--no-analytics",
+             "--no-show-model-warnings", "--no-show-release-notes", "--no-pretty",
+             "--edit-format", "diff", "--map-tokens", "0", "--message", message, "hello.py"],
+            cwd=self.root, env=self.env(), capture_output=True, text=True, timeout=180,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p.stdout
+
+    def ctxview(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(CTXVIEW), *args], cwd=self.root, env=self.env(),
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    r = Repo(tmp_path / "repo", tmp_path / "home", tmp_path / "store.db")
+    r.root.mkdir()
+    r.home.mkdir()
+    (r.root / "hello.py").write_text('print("hello")\n')
+    return r
+
+
+def rows(store: Path, sql: str, *args: object) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(store)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def messages(store: Path, sid: str, role: str) -> list[str]:
+    return [str(t) for (t,) in rows(store, "SELECT text FROM events WHERE session = ? AND "
+                                    "kind = 'message' AND role = ? ORDER BY seq", sid, role)]  # fmt: skip
+
+
+def results(store: Path, sid: str) -> list[tuple[str, str, str]]:
+    """(tool, rule, shown) of each result, in order."""
+    return [(str(t), str(k), str(s)) for t, k, s in rows(
+        store, "SELECT e.tool, e.rkind, b.shown FROM events e JOIN bodies b ON b.session = "
+        "e.session AND b.rid = e.rid WHERE e.session = ? AND e.kind = 'result' ORDER BY e.seq",
+        sid)]  # fmt: skip
+
+
+def sessions(store: Path) -> list[tuple[str, str, str]]:
+    return [(str(i), str(s), str(w)) for i, s, w in
+            rows(store, "SELECT id, source, workspace FROM sessions ORDER BY started")]  # fmt: skip
+
+
+def typed(history: Path) -> list[str]:
+    """What aider's input history says the person typed (`+` lines), each once, in order."""
+    out: list[str] = []
+    for line in history.read_text().splitlines():
+        if line.startswith("+") and line[1:] not in out:
+            out.append(line[1:])
+    return out
+
+
+def test_an_aider_run_imports_as_one_session_of_what_was_said(repo: Repo) -> None:
+    with Scripted([Say(REPLY)]) as api:
+        out = repo.aider(api, "Greet the world")
+    # aider really ran against the scripted model and applied its edit.
+    [request] = api.requests
+    assert request["messages"][-1]["content"].startswith("Greet the world\n")
+    assert (repo.root / "hello.py").read_text() == 'print("hello, world")\n'
+    assert "Applied edit to hello.py" in out
+    assert typed(repo.root / ".aider.input.history") == ["Greet the world"]
+
+    # The folder holds aider's two files: the chat history is the session, the input history
+    # is not a second one.
+    p = repo.ctxview("import", str(repo.root))
+    assert p.returncode == 0, p.stderr
+    [(sid, source, workspace)] = sessions(repo.store)
+    assert re.fullmatch(r"ai-\d{8}T\d{6}-[0-9a-f]{6}", sid) and source == "aider"
+    assert workspace == str(repo.root)
+    assert messages(repo.store, sid, "user") == typed(repo.root / ".aider.input.history")
+    assert messages(repo.store, sid, "assistant") == [REPLY]  # the model's words, as it said them
+    # aider's own report after the reply: each of its lines as aider printed it.
+    said = messages(repo.store, sid, "system")[-1].splitlines()
+    assert said[-1] == "Applied edit to hello.py" and said[0].startswith("Tokens: ")
+    assert all(line in out.splitlines() for line in said)
+    [(tool, rule, shown)] = results(repo.store, sid)
+    assert (tool, rule) == ("edit", "full") and EDIT in shown
+    [(args,)] = rows(repo.store, "SELECT args FROM events WHERE session = ? AND kind = 'call'", sid)
+    assert '"hello.py"' in str(args)
+    # A second import of the same history adds nothing.
+    p = repo.ctxview("import", str(repo.history))
+    assert p.returncode == 0 and p.stdout.startswith("Imported 0 new lines"), p.stdout
+
+
+def test_a_run_command_s_output_is_not_taken_from_aider_s_question(repo: Repo) -> None:
+    """aider 0.86 prints a `/run` command's output to the terminal and gives it to the model, but
+    writes only its question and "Added N lines of output to the chat." to the history: that is
+    not the command's output, so no bash result is made of it."""
+    with Scripted([]) as api:
+        out = repo.aider(api, "/run seq 1 300")
+    assert "\n150\n" in out and "150" not in repo.history.read_text()
+    p = repo.ctxview("import", str(repo.history))
+    assert p.returncode == 0, p.stderr
+    [(sid, _, _)] = sessions(repo.store)
+    assert messages(repo.store, sid, "user") == ["/run seq 1 300"]
+    assert results(repo.store, sid) == []
+    assert "Added 300 lines of output to the chat." in messages(repo.store, sid, "system")[-1]
+
+
+class Follow:
+    """`ctxview follow --no-view PATH` in its own process, stopped with ^C."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.proc = subprocess.Popen([str(CTXVIEW), "follow", "--no-view", str(repo.history)],
+                                     cwd=repo.root, env=repo.env(), stderr=subprocess.PIPE,
+                                     text=True)  # fmt: skip
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        self.lines.extend(self.proc.stderr)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=30)
+        assert self.proc.returncode == 0, "".join(self.lines)
+
+
+def wait_for(store: Path, check: object, what: str, timeout: float = 60) -> None:
+    assert callable(check)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if store.exists() and check():
+                return
+        except sqlite3.OperationalError:  # the store is being created
+            pass
+        assert time.monotonic() < deadline, f"follow never stored {what}"
+        time.sleep(0.1)
+
+
+def test_follow_takes_a_second_run_appended_to_the_history(repo: Repo) -> None:
+    with Scripted([Say(REPLY)]) as api:
+        repo.aider(api, "Greet the world")
+    follow = Follow(repo)
+    try:
+        wait_for(repo.store, lambda: len(sessions(repo.store)) == 1, "the first run")
+        [(first, _, _)] = sessions(repo.store)
+        # The first run is over: its last block (aider's report of the edit) is final too.
+        wait_for(repo.store, lambda: results(repo.store, first), "the first run's edit")
+        with Scripted([Say(BYE_REPLY)]) as api:
+            repo.aider(api, "Say goodbye")
+        assert (repo.root / "hello.py").read_text() == 'print("goodbye, world")\n'
+
+        def second() -> bool:
+            new = [s for s, _, _ in sessions(repo.store) if s != first]
+            return bool(new) and len(results(repo.store, new[0])) == 1
+
+        wait_for(repo.store, second, "the second run and its edit")
+    finally:
+        follow.stop()
+    [second_sid] = [s for s, _, _ in sessions(repo.store) if s != first]
+    assert messages(repo.store, second_sid, "user") == ["Say goodbye"]
+    assert messages(repo.store, second_sid, "assistant") == [BYE_REPLY]
+    [(tool, _, shown)] = results(repo.store, second_sid)
+    assert tool == "edit" and BYE in shown
+    assert messages(repo.store, first, "assistant") == [REPLY]  # the first run not imported twice
