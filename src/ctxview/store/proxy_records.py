@@ -79,9 +79,10 @@ class ProxyRow:
 _COLS = tuple(f.name for f in fields(ProxyRow))
 _INSERT = (f"INSERT OR REPLACE INTO proxy_records ({', '.join(_COLS)}) "
            f"VALUES ({', '.join('?' * len(_COLS))})")  # fmt: skip
-_NEW_SESSION = (
+SOURCE = "proxy"  # a session the proxy alone has seen: the first engine to open it takes it over
+NEW_SESSION = (
     "INSERT OR IGNORE INTO sessions (id, title, workspace, source, started, next_rid, data, "
-    "lease_until) VALUES (?, ?, ?, 'proxy', ?, 4096, ?, NULL)"
+    f"lease_until) VALUES (?, ?, ?, '{SOURCE}', ?, 4096, ?, NULL)"
 )
 
 
@@ -99,7 +100,7 @@ async def write(writer: InTurn, row: ProxyRow, *, title: str, workspace: str) ->
 
 
 def _write(conn: sqlite3.Connection, session: tuple[Any, ...], record: tuple[Any, ...]) -> None:
-    conn.execute(_NEW_SESSION, session)
+    conn.execute(NEW_SESSION, session)
     conn.execute(_INSERT, record)
 
 

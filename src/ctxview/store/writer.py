@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from ctxview.store import requests, tree
+from ctxview.store import proxy_records, requests, tree
 from ctxview.store.connect import fetch_all, on_thread, open_connection
 from ctxview.store.records import EVENT_COLUMNS, Body, Event, Pending
 from ctxview.store.schema import StoreError
@@ -269,16 +269,28 @@ class Writer:
         await self._wait_turn()
         await self._lock()
         lease = time.time() + LEASE_SECONDS  # live from the start (see `_lease`)
-        await self._conn.execute(
+        # The proxy's row for a session it saw first (its recorder, another process, may write
+        # it at any moment) is taken over: this engine's fields, the proxy's data kept and its
+        # start (the first request). Any other session of that id stays a conflict.
+        cur = await self._conn.execute(
             "INSERT INTO sessions (id, title, workspace, source, source_path, source_ref, "
             "parent_session, parent_call, started, config, next_rid, data, lease_until) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+            "title = excluded.title, workspace = excluded.workspace, source = excluded.source, "
+            "source_path = excluded.source_path, source_ref = excluded.source_ref, "
+            "parent_session = excluded.parent_session, parent_call = excluded.parent_call, "
+            "started = min(sessions.started, excluded.started), config = excluded.config, "
+            "next_rid = max(sessions.next_rid, excluded.next_rid), "
+            "data = json_patch(sessions.data, excluded.data), "
+            "lease_until = excluded.lease_until WHERE sessions.source = ?",
             (
                 session_id, title, workspace, source, source_path, source_ref,
                 parent_session, parent_call, started if started is not None else time.time(),
-                config, next_rid, data, lease,
+                config, next_rid, data, lease, proxy_records.SOURCE,
             ),
         )  # fmt: skip
+        if cur.rowcount == 0:
+            raise sqlite3.IntegrityError(f"UNIQUE constraint failed: sessions.id ({session_id})")
         self._lease_value = max(self._lease_value, lease)
         self._lease(session_id)
 
@@ -511,11 +523,12 @@ class Writer:
         """A session's own fields (no events), or None when there is no such session: an
         importer asks whether a source was imported before and where it stopped. No flush:
         session rows are never queued, and the connection's thread keeps statements in order."""
+        # The proxy's row for a session no engine has opened is none yet (`create_session`).
         rows = await fetch_all(
             self._conn,
             "SELECT title, workspace, source, source_path, source_ref, parent_session, "
-            "parent_call, started, ended, data FROM sessions WHERE id = ?",
-            (session_id,),
+            "parent_call, started, ended, data FROM sessions WHERE id = ? AND source != ?",
+            (session_id, proxy_records.SOURCE),
         )
         if not rows:
             return None
