@@ -10,8 +10,8 @@ else the proxy saw: written when the request starts (`"final": false`, so a prox
 mid-request leaves a record of it) and replaced, atomically, when it ends. Both are 0600 and
 hold no credential: the headers are written as the store keeps them (`headers.kept`).
 
-Standard library and the proxy's own dataclasses only: the proxy process imports it on every
-request's path."""
+Standard library, the proxy's own dataclasses and the store's folder maker only: the proxy
+process imports it on every request's path."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from typing import Any
 from ctxview.proxy import headers as hdr
 from ctxview.proxy.answers import Answer
 from ctxview.proxy.record import Exchange
+from ctxview.store import paths
 
 LOCK = "lock"
 FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -62,7 +63,7 @@ def create(store: Path) -> tuple[Path, int]:
     """A new proxy's folder, its lock held: made under a dot-name a recorder never looks at,
     locked, then renamed into place, so no recorder takes it for an orphan meanwhile."""
     top = root(store)
-    top.parent.mkdir(parents=True, exist_ok=True)
+    paths.prepare(Path(store))  # the store's folders, made as the store makes them (0700)
     _private_dir(top)
     name = f"{os.getpid()}-{secrets.token_hex(4)}"
     fresh = top / f".{name}"
@@ -132,9 +133,7 @@ class Entry:
         if self._fd is None:
             return
         try:
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(self._fd, view) :]
+            _write_all(self._fd, chunk)
         except OSError as exc:
             self.give_up(_why(exc))
 
@@ -157,9 +156,7 @@ class Entry:
         tmp = self.path(".json.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, raw)
         finally:
             os.close(fd)
         os.replace(tmp, self.path(".json"))
@@ -175,6 +172,12 @@ class Entry:
             self.give_up(_why(exc))
             return False
         return True
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def meta_bytes(ex: Exchange, *, final: bool) -> bytes:
