@@ -7,12 +7,16 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
+
+if __package__:  # imported as tests.agents.gemini_helpers (the project's root on sys.path)
+    from . import agent_project
+else:  # as gemini_helpers (tests/agents on sys.path: pytest's own import)
+    import agent_project
 
 CLI = Path(__file__).parent / "gemini" / "node_modules" / "@google" / "gemini-cli" / "bundle" / (
     "gemini.js")  # fmt: skip
-CTXVIEW = str(Path(sys.executable).with_name("ctxview"))
+CTXVIEW = str(agent_project.CTXVIEW)
 
 
 def home_settings(home: Path) -> None:
@@ -47,8 +51,7 @@ def run_gemini(cwd: Path, environ: dict[str, str], prompt: str, *args: str,
 
 
 def ctxview(cwd: Path, environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CTXVIEW, *args], cwd=cwd, env=environ, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+    return agent_project.run_ctxview(cwd, environ, *args)
 
 
 def chat_files(home: Path) -> list[Path]:
