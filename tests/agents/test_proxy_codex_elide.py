@@ -17,8 +17,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from codex_helpers import CONFIG, CTXVIEW, exec_through_ctxview, needs_codex, proxied_env
 from fake_openai import Call, Say, Scripted, tool_outputs
-from test_proxy_codex import CODEX, CONFIG, CTXVIEW, pytestmark  # noqa: F401
 
 from ctxview.context import request_elide as re_
 from ctxview.context.request_cost import load_prices, session_cost, stub_ids, unelided
@@ -27,6 +27,8 @@ from ctxview.store import Reader
 
 CALLS = 34  # about 7,300 characters each: the threshold passed near call 22
 THRESHOLD = 180_000
+
+pytestmark = needs_codex
 
 
 class RecallTheFirstStub(Call):
@@ -70,25 +72,15 @@ def test_codex_elided_at_the_strides_and_recalled_through_its_shell(tmp_path: Pa
     (config_home / "ctxview" / "prices.json").write_text(json.dumps({"date": "2026-12-01",
         "models": {"gpt-test": {"input": 1.25, "output": 10, "cache_write": 1.25,
                                 "cache_read": 0.125}}}))  # fmt: skip
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI", "CODEX", "CTXVIEW"))}  # fmt: skip
-    env.update(HOME=str(home), CODEX_HOME=str(codex_home), OPENAI_API_KEY="sk-test-secret",
-               CTXVIEW_STORE=str(store), XDG_CONFIG_HOME=str(config_home),
-               PATH=f"{CTXVIEW.parent}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}")  # fmt: skip
+    env = proxied_env(home, codex_home, store, XDG_CONFIG_HOME=str(config_home),
+                      PATH=f"{CTXVIEW.parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")  # fmt: skip
     recall = RecallTheFirstStub()
     steps: list[Call | Say] = [Call("exec_command", {"cmd": f"cat big{i}.txt"})
                                for i in range(CALLS)]  # fmt: skip
     steps += [recall, Say("All read.")]
     with Scripted(steps) as api:
-        done = subprocess.run(
-            [str(CTXVIEW), "run", "--elide", "--upstream", f"http://127.0.0.1:{api.port}", "--",
-             str(CODEX), "exec", "--skip-git-repo-check",
-             "--dangerously-bypass-approvals-and-sandbox", "read every big file"],
-            cwd=work, env=env, capture_output=True, text=True, timeout=600,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        exec_through_ctxview(api.port, work, env, "read every big file", elide=True, timeout=600)
         sent = list(api.requests)
-    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     assert len(sent) == CALLS + 2
     session = f"cx-{sent[0]['prompt_cache_key']}"
     ids = stub_ids(sent)
@@ -201,24 +193,14 @@ def test_codex_with_ctxview_installed_is_told_its_mcp_recall_and_gets_the_text(
     for i in range(CALLS):
         (work / f"big{i}.txt").write_text("\n".join(f"{i:02d} line {j:03d} " + "z" * 58
                                                     for j in range(100)) + "\n")  # fmt: skip
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI", "CODEX", "CTXVIEW"))}  # fmt: skip
-    env.update(HOME=str(home), CODEX_HOME=str(codex_home), OPENAI_API_KEY="sk-test-secret",
-               CTXVIEW_STORE=str(store), XDG_CONFIG_HOME=str(home / ".config"))  # fmt: skip
+    env = proxied_env(home, codex_home, store, XDG_CONFIG_HOME=str(home / ".config"))
     recall = RecallOverMcp()
     steps: list[Call | Say] = [Call("read", {"path": f"big{i}.txt"}, server="ctxview")
                                for i in range(CALLS)]  # fmt: skip
     steps += [recall, Say("All read.")]
     with Scripted(steps) as api:
-        done = subprocess.run(
-            [str(CTXVIEW), "run", "--elide", "--upstream", f"http://127.0.0.1:{api.port}", "--",
-             str(CODEX), "exec", "--skip-git-repo-check",
-             "--dangerously-bypass-approvals-and-sandbox", "read every big file"],
-            cwd=work, env=env, capture_output=True, text=True, timeout=600,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        exec_through_ctxview(api.port, work, env, "read every big file", elide=True, timeout=600)
         sent = list(api.requests)
-    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     assert len(sent) == CALLS + 2
     assert "exec_command" not in json.dumps(sent[0]["tools"])  # the shell is off
     # Every read answered, the first too (it can come before anything wrote the store).
