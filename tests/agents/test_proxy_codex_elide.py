@@ -48,6 +48,24 @@ class RecallTheFirstStub(Call):
         return super().item(request)
 
 
+def _big_files(work: Path) -> None:
+    """CALLS files of 100 lines, about 7,300 characters each."""
+    for i in range(CALLS):
+        (work / f"big{i}.txt").write_text("\n".join(f"{i:02d} line {j:03d} " + "z" * 58
+                                                    for j in range(100)) + "\n")  # fmt: skip
+
+
+def _read_all(work: Path, env: dict[str, str], reads: list[Call], recall: Call
+              ) -> list[dict[str, Any]]:  # fmt: skip
+    """Codex through `ctxview run --elide` while the scripted model makes `reads`, then
+    `recall`, then ends: every request Codex sent, one a step."""
+    with Scripted([*reads, recall, Say("All read.")]) as api:
+        exec_through_ctxview(api.port, work, env, "read every big file", elide=True, timeout=600)
+        sent = list(api.requests)
+    assert len(sent) == CALLS + 2
+    return sent
+
+
 def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
@@ -59,9 +77,7 @@ def test_codex_elided_at_the_strides_and_recalled_through_its_shell(tmp_path: Pa
     (codex_home / "config.toml").write_text(CONFIG)
     # Under Codex's own cap for a command's output (about 10,000 characters), so each output
     # reaches the request whole and its recall too.
-    for i in range(CALLS):
-        (work / f"big{i}.txt").write_text("\n".join(f"{i:02d} line {j:03d} " + "z" * 58
-                                                    for j in range(100)) + "\n")  # fmt: skip
+    _big_files(work)
     # ctxview on the PATH of Codex's shell, as an installed one is: Codex runs its commands in
     # a login shell, whose profile sets PATH afresh.
     (home / ".bash_profile").write_text(f'export PATH="{CTXVIEW.parent}:$PATH"\n')
@@ -75,13 +91,8 @@ def test_codex_elided_at_the_strides_and_recalled_through_its_shell(tmp_path: Pa
     env = proxied_env(home, codex_home, store, XDG_CONFIG_HOME=str(config_home),
                       PATH=f"{CTXVIEW.parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")  # fmt: skip
     recall = RecallTheFirstStub()
-    steps: list[Call | Say] = [Call("exec_command", {"cmd": f"cat big{i}.txt"})
-                               for i in range(CALLS)]  # fmt: skip
-    steps += [recall, Say("All read.")]
-    with Scripted(steps) as api:
-        exec_through_ctxview(api.port, work, env, "read every big file", elide=True, timeout=600)
-        sent = list(api.requests)
-    assert len(sent) == CALLS + 2
+    sent = _read_all(work, env, [Call("exec_command", {"cmd": f"cat big{i}.txt"})
+                                 for i in range(CALLS)], recall)  # fmt: skip
     session = f"cx-{sent[0]['prompt_cache_key']}"
     ids = stub_ids(sent)
     conn = sqlite3.connect(store)
@@ -190,18 +201,11 @@ def test_codex_with_ctxview_installed_is_told_its_mcp_recall_and_gets_the_text(
     store = tmp_path / "state" / "store.db"
     (codex_home / "config.toml").write_text(CONFIG)
     codex_install.install(codex_home, store=store).write()
-    for i in range(CALLS):
-        (work / f"big{i}.txt").write_text("\n".join(f"{i:02d} line {j:03d} " + "z" * 58
-                                                    for j in range(100)) + "\n")  # fmt: skip
+    _big_files(work)
     env = proxied_env(home, codex_home, store, XDG_CONFIG_HOME=str(home / ".config"))
     recall = RecallOverMcp()
-    steps: list[Call | Say] = [Call("read", {"path": f"big{i}.txt"}, server="ctxview")
-                               for i in range(CALLS)]  # fmt: skip
-    steps += [recall, Say("All read.")]
-    with Scripted(steps) as api:
-        exec_through_ctxview(api.port, work, env, "read every big file", elide=True, timeout=600)
-        sent = list(api.requests)
-    assert len(sent) == CALLS + 2
+    sent = _read_all(work, env, [Call("read", {"path": f"big{i}.txt"}, server="ctxview")
+                                 for i in range(CALLS)], recall)  # fmt: skip
     assert "exec_command" not in json.dumps(sent[0]["tools"])  # the shell is off
     # Every read answered, the first too (it can come before anything wrote the store).
     outputs = tool_outputs(sent[-1])
