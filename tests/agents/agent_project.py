@@ -24,17 +24,18 @@ CTXVIEW = Path(sys.executable).with_name("ctxview")
 P = TypeVar("P", bound="AgentProject")
 
 
-def needs(cli: Path, agent: str, folder: str) -> pytest.MarkDecorator:
-    """Skip where the pinned agent is not installed (its `npm ci` under tests/agents/<folder>)."""
-    return pytest.mark.skipif(
-        not cli.exists(), reason=f"{agent} is not installed (npm ci in tests/agents/{folder})"
-    )
+def needs(cli: Path, agent: str, folder: str, how: str = "") -> pytest.MarkDecorator:
+    """Skip where the pinned agent is not installed (`how`: what installs it; by default its
+    `npm ci` under tests/agents/<folder>)."""
+    how = how or f"npm ci in tests/agents/{folder}"
+    return pytest.mark.skipif(not cli.exists(), reason=f"{agent} is not installed ({how})")
 
 
-def run_ctxview(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def run_ctxview(cwd: Path, env: dict[str, str], *args: str,
+                timeout: float = 60) -> subprocess.CompletedProcess[str]:  # fmt: skip
     """`ctxview ARGS` in `cwd` with exactly `env`; its output, whatever its exit code."""
     return subprocess.run([str(CTXVIEW), *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+                          text=True, timeout=timeout, check=False)  # fmt: skip
 
 
 def headless(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,
@@ -56,6 +57,7 @@ class AgentProject:
     # ctxview's; with `own_xdg`, the XDG folders are set under HOME instead of inherited.
     scrub: ClassVar[tuple[str, ...]] = ()
     own_xdg: ClassVar[bool] = False
+    ctxview_timeout: ClassVar[float] = 60
 
     @classmethod
     @contextmanager
@@ -90,4 +92,6 @@ class AgentProject:
 
     def ctxview(self, *args: str, env: dict[str, str] | None = None
                 ) -> subprocess.CompletedProcess[str]:  # fmt: skip
-        return run_ctxview(self.root, env or self.ctxview_env(), *args)
+        return run_ctxview(
+            self.root, env or self.ctxview_env(), *args, timeout=self.ctxview_timeout
+        )
