@@ -5,69 +5,51 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import pytest
+if __package__:  # imported as tests.agents.claude_helpers (the project's root on sys.path)
+    from .agent_project import CTXVIEW as CTXVIEW
+    from .agent_project import HERE, AgentProject, headless, needs
+    from .messages_request import result_text
+    from .messages_request import tool_results as tool_results
+else:  # as claude_helpers (tests/agents on sys.path: pytest's own import, the benches)
+    from agent_project import CTXVIEW as CTXVIEW
+    from agent_project import HERE, AgentProject, headless, needs
+    from messages_request import result_text
+    from messages_request import tool_results as tool_results
 
-from ctxview.agents.hook_client import stop
-
-HERE = Path(__file__).resolve().parent
 CLAUDE = HERE / "claude" / "node_modules" / ".bin" / "claude"
-CTXVIEW = Path(sys.executable).with_name("ctxview")
 
-needs_claude = pytest.mark.skipif(
-    not CLAUDE.exists(), reason="Claude Code is not installed (npm ci in tests/agents/claude)"
-)
+needs_claude = needs(CLAUDE, "Claude Code", "claude")
 
 
-@dataclass
-class Project:
-    root: Path  # the project folder Claude Code runs in
-    home: Path  # its HOME (Claude Code's config and transcripts)
-    store: Path
+class Project(AgentProject):
+    scrub: ClassVar[tuple[str, ...]] = ("CLAUDE", "ANTHROPIC")
 
     def env(self, api_url: str, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("CLAUDE", "ANTHROPIC", "CTXVIEW"))}  # fmt: skip
-        env.update(HOME=str(self.home), ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api_url,
-                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-                   CTXVIEW_STORE=str(self.store), **extra)  # fmt: skip
-        return env
+        return self.agent_env(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api_url,
+                              CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                              DISABLE_AUTOUPDATER="1", **extra)  # fmt: skip
 
-    def ctxview(self, *args: str, env: dict[str, str] | None = None
-                ) -> subprocess.CompletedProcess[str]:  # fmt: skip
-        run_env = env or {**os.environ, "HOME": str(self.home), "CTXVIEW_STORE": str(self.store)}
-        return subprocess.run([str(CTXVIEW), *args], cwd=self.root, env=run_env,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    def ctxview_env(self) -> dict[str, str]:
+        # ctxview as the person runs it beside Claude Code: their environment, this HOME and store
+        return {**os.environ, "HOME": str(self.home), "CTXVIEW_STORE": str(self.store)}
 
     def claude(self, api_url: str, *args: str, **extra: str) -> dict[str, Any]:
         """One headless run; its JSON result."""
-        done = subprocess.run(
+        done = headless(
             [str(CLAUDE), "-p", *args, "--output-format", "json",
              "--allowedTools", "Read,Bash,Edit,Write,Agent,mcp__ctxview__recall"],
-            cwd=self.root, env=self.env(api_url, **extra), capture_output=True, text=True,
-            timeout=120,
+            self.root, self.env(api_url, **extra), timeout=120,
         )  # fmt: skip
-        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
         return json.loads(done.stdout)
 
 
-@contextmanager
-def project(tmp_path: Path) -> Iterator[Project]:
+def project(tmp_path: Path) -> AbstractContextManager[Project]:
     """A project with ctxview installed by its own command, and the hook engine stopped after."""
-    p = Project(tmp_path / "proj", tmp_path / "home", tmp_path / "state" / "store.db")
-    p.root.mkdir()
-    p.home.mkdir()
-    try:
-        yield p
-    finally:
-        stop(p.store)
+    return Project.made(tmp_path)
 
 
 def conversation(body: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -86,16 +68,8 @@ def conversation(body: dict[str, Any]) -> list[tuple[str, str, str]]:
             elif kind == "tool_use":
                 out.append((m["role"], f"tool_use:{b['id']}", json.dumps(b["input"])))
             elif kind == "tool_result":
-                c = b.get("content")
-                text = c if isinstance(c, str) else "\n".join(
-                    x.get("text", "") for x in c or [] if isinstance(x, dict))  # fmt: skip
-                out.append((m["role"], f"tool_result:{b['tool_use_id']}", text))
+                out.append((m["role"], f"tool_result:{b['tool_use_id']}", result_text(b)))
     return out
-
-
-def tool_results(body: dict[str, Any]) -> dict[str, str]:
-    """tool_use_id -> the exact text the model got for it."""
-    return {k.split(":", 1)[1]: t for _, k, t in conversation(body) if k.startswith("tool_result:")}
 
 
 def after_result(body: dict[str, Any], tool_use_id: str) -> list[str]:

@@ -13,8 +13,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+if __package__:  # imported as tests.agents.fake_anthropic (the project's root on sys.path)
+    from .scripted_server import Quiet, Served
+else:  # as fake_anthropic (tests/agents on sys.path: pytest's own import, the benches)
+    from scripted_server import Quiet, Served
 
 # A step of a script: a tool call or a final text, or a function of the request giving one.
 Step = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
@@ -50,7 +55,7 @@ def is_summary_request(body: dict[str, Any]) -> bool:
     return "<summary>" in tail and "<analysis>" in tail
 
 
-class FakeAnthropic:
+class FakeAnthropic(Served):
     """`with FakeAnthropic(steps) as api:` ... `api.url`, `api.requests`, `api.main_requests`."""
 
     def __init__(self, steps: list[Step] | None = None,
@@ -73,25 +78,15 @@ class FakeAnthropic:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._n = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def main_requests(self) -> list[dict[str, Any]]:
         """Requests that offered tools and were not a compaction's summary request."""
         return [r for r in self.requests if r.get("tools") and not is_summary_request(r)]
-
-    def __enter__(self) -> FakeAnthropic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def answer(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The content blocks to answer `body` with."""
@@ -132,22 +127,18 @@ class FakeAnthropic:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(Quiet):
             def do_POST(self) -> None:
-                size = int(self.headers.get("content-length") or 0)
                 try:
-                    body = json.loads(self.rfile.read(size) or b"{}")
+                    body = json.loads(self.raw_body() or b"{}")
                 except ValueError:
                     body = {}
                 if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-                    self._json({"input_tokens": api.count_tokens(body)})
+                    self.send_json({"input_tokens": api.count_tokens(body)})
                     return
                 blocks = api.answer(body)
                 if not body.get("stream"):
-                    self._json(
+                    self.send_json(
                         {
                             "id": "msg_x",
                             "type": "message",
@@ -162,19 +153,8 @@ class FakeAnthropic:
                     return
                 self._stream(body, blocks)
 
-            def _json(self, data: dict[str, Any]) -> None:
-                raw = json.dumps(data).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
             def _stream(self, body: dict[str, Any], blocks: list[dict[str, Any]]) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("cache-control", "no-cache")
-                self.end_headers()
+                self.start_stream()
                 out = [_sse("message_start", {"type": "message_start", "message": {
                     "id": f"msg_{api.prefix}{len(api.requests):04d}", "type": "message",
                     "role": "assistant", "model": body.get("model", "m"), "content": [],

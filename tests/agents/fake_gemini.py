@@ -12,11 +12,15 @@ text, a compression summary when it asks for one. Nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+if __package__:  # imported as tests.agents.fake_gemini (the project's root on sys.path)
+    from .scripted_server import Quiet, ScriptedServer
+else:  # as fake_gemini (tests/agents on sys.path: pytest's own import)
+    from scripted_server import Quiet, ScriptedServer
 
 Request = dict[str, Any]
 SUMMARY = "<state_snapshot><overall_goal>the scripted task</overall_goal></state_snapshot>"
@@ -37,19 +41,9 @@ class Say:
 
 
 @dataclass
-class Scripted:
-    steps: list[Call | Say]
-    # every request: {"path", "body", "at", "done"} (perf_counter seconds)
-    requests: list[Request] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
-    _step: int = 0
+class Scripted(ScriptedServer[Call | Say]):
+    # `requests`: every request as {"path", "body", "at", "done"} (perf_counter seconds)
     _more: bool = False
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None
-        return self._server.server_address[1]
 
     @property
     def base_url(self) -> str:
@@ -59,51 +53,30 @@ class Scripted:
         """The bodies of the agent's turns (the requests that offered tools)."""
         return [r["body"] for r in self.requests if r["body"].get("tools")]
 
-    def __enter__(self) -> Scripted:
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
         scripted = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(Quiet):
             def do_GET(self) -> None:
-                self._json({"models": []})
+                self.send_json({"models": []})
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = json.loads(self.raw_body() or b"{}")
                 record = {"path": self.path, "body": body, "at": time.perf_counter()}
                 with scripted._lock:
                     scripted.requests.append(record)
                     reply = scripted._reply(self.path, body)
                 if ":countTokens" in self.path:
-                    self._json({"totalTokens": len(json.dumps(body)) // 4})
+                    self.send_json({"totalTokens": len(json.dumps(body)) // 4})
                 elif ":streamGenerateContent" in self.path:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/event-stream")
-                    self.end_headers()
+                    self.start_stream()
                     self.wfile.write(f"data: {json.dumps(reply)}\r\n\r\n".encode())
                     self.wfile.flush()
                 else:
-                    self._json(reply)
+                    self.send_json(reply)
                 record["done"] = time.perf_counter()
 
-            def _json(self, obj: Any) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        return Handler
 
     def _reply(self, path: str, body: Request) -> dict[str, Any]:
         if not body.get("tools"):
@@ -115,8 +88,7 @@ class Scripted:
             if "state_snapshot" in json.dumps(body):
                 return _answer([{"text": SUMMARY}])
             return _answer([{"text": "ok"}])
-        step = self.steps[self._step] if self._step < len(self.steps) else Say("done.")
-        self._step += 1
+        step = self.take(Say("done."))
         if isinstance(step, Call):
             return _answer([{"functionCall": {"name": step.name, "args": step.args}}],
                            step.prompt_tokens)  # fmt: skip

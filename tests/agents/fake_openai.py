@@ -11,11 +11,15 @@ Nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+if __package__:  # imported as tests.agents.fake_openai (the project's root on sys.path)
+    from .scripted_server import Quiet, ScriptedServer
+else:  # as fake_openai (tests/agents on sys.path: pytest's own import, the benches)
+    from scripted_server import Quiet, ScriptedServer
 
 Request = dict[str, Any]
 
@@ -48,44 +52,25 @@ class Say:
 
 
 @dataclass
-class Scripted:
-    steps: list[Call | Say]
-    requests: list[Request] = field(default_factory=list)
+class Scripted(ScriptedServer[Call | Say]):
     call_ids: str = "call_"  # a completion's tool call ids: `<call_ids><n>` (another per run)
     # Answers a request of its own without taking a step (an agent's background summary request,
     # whose time among the others is the agent's), or None: the script's next step.
     aside: Callable[[Request], Say | None] | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
-    _step: int = 0
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None
-        return self._server.server_address[1]
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def __enter__(self) -> Scripted:
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
         scripted = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # quiet: pytest shows stderr on failure
-                pass
-
+        class Handler(Quiet):
             def do_GET(self) -> None:  # /v1/models and the like: nothing to offer
-                body = b'{"object":"list","data":[]}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.send_json({"object": "list", "data": []})
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
+                raw = self.raw_body()
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:
@@ -100,10 +85,7 @@ class Scripted:
                     self.end_headers()
                     return
                 events = scripted._answer(body)
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.end_headers()
+                self.start_stream()
                 for ev in events:
                     chunk = f"event: {ev['type']}\ndata: {json.dumps(ev)}\n\n"
                     self.wfile.write(chunk.encode())
@@ -112,44 +94,22 @@ class Scripted:
 
             def _chat(self, completion: dict[str, Any], stream: bool) -> None:
                 if not stream:
-                    raw = json.dumps(completion).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
+                    self.send_json(completion)
                     return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.end_headers()
+                self.start_stream()
                 for chunk in _chunks(completion):
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
                 self.close_connection = True
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        return Handler
 
     def _next(self, body: Request) -> tuple[int, Call | Say]:
         own = self.aside(body) if self.aside is not None else None
         with self._lock:
             self.requests.append(body)
-            if own is not None:
-                return len(self.requests), own
-            step: Call | Say = Say("done.")
-            if self._step < len(self.steps):
-                step = self.steps[self._step]
-                self._step += 1
-            return len(self.requests), step
+            return len(self.requests), own if own is not None else self.take(Say("done."))
 
     def _chat_answer(self, body: Request) -> dict[str, Any]:
         """The next step as one Chat Completions answer (`chat.completion`)."""
@@ -191,10 +151,6 @@ class Scripted:
             {"type": "response.output_item.done", "output_index": 0, "item": item},
             {"type": "response.completed", "response": {"id": rid, "usage": usage}},
         ]
-
-    @property
-    def spent(self) -> bool:
-        return self._step >= len(self.steps)
 
 
 def _chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:

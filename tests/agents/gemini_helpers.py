@@ -7,12 +7,22 @@ import json
 import os
 import signal
 import subprocess
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from ctxview.agents.hook_client import stop
+
+if __package__:  # imported as tests.agents.gemini_helpers (the project's root on sys.path)
+    from . import agent_project
+    from .fake_gemini import Call, Say, Scripted
+else:  # as gemini_helpers (tests/agents on sys.path: pytest's own import)
+    import agent_project
+    from fake_gemini import Call, Say, Scripted
 
 CLI = Path(__file__).parent / "gemini" / "node_modules" / "@google" / "gemini-cli" / "bundle" / (
     "gemini.js")  # fmt: skip
-CTXVIEW = str(Path(sys.executable).with_name("ctxview"))
+CTXVIEW = str(agent_project.CTXVIEW)
 
 
 def home_settings(home: Path) -> None:
@@ -47,8 +57,28 @@ def run_gemini(cwd: Path, environ: dict[str, str], prompt: str, *args: str,
 
 
 def ctxview(cwd: Path, environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CTXVIEW, *args], cwd=cwd, env=environ, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+    return agent_project.run_ctxview(cwd, environ, *args)
+
+
+def scripted_run(cwd: Path, environ: dict[str, str], steps: list[Call | Say], prompt: str,
+                 *args: str) -> tuple[Scripted, subprocess.CompletedProcess[str]]:  # fmt: skip
+    """One run against a scripted server of its own (`environ` pointed at it, and left so): the
+    server, holding what it was sent, and the run, whatever its exit code."""
+    with Scripted(steps) as s:
+        environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+        return s, run_gemini(cwd, environ, prompt, *args)
+
+
+@contextmanager
+def installed(cwd: Path, environ: dict[str, str]) -> Iterator[Path]:
+    """`ctxview install gemini` in the project: its store, whose hook engine is stopped after."""
+    store = Path(environ["CTXVIEW_STORE"])
+    done = ctxview(cwd, environ, "install", "gemini")
+    assert done.returncode == 0, done.stderr
+    try:
+        yield store
+    finally:
+        stop(store)
 
 
 def chat_files(home: Path) -> list[Path]:

@@ -5,26 +5,24 @@ URL, each run with its own HOME, XDG folders and store."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import pytest
+if __package__:  # imported as tests.agents.opencode_helpers (the project's root on sys.path)
+    from .agent_project import CTXVIEW as CTXVIEW
+    from .agent_project import HERE, AgentProject, headless, needs
+    from .messages_request import texts as texts
+    from .messages_request import tool_results as tool_results
+else:  # as opencode_helpers (tests/agents on sys.path: pytest's own import, the benches)
+    from agent_project import CTXVIEW as CTXVIEW
+    from agent_project import HERE, AgentProject, headless, needs
+    from messages_request import texts as texts
+    from messages_request import tool_results as tool_results
 
-from ctxview.agents.hook_client import stop
-
-HERE = Path(__file__).resolve().parent
 OPENCODE = HERE / "opencode" / "node_modules" / ".bin" / "opencode"
-CTXVIEW = Path(sys.executable).with_name("ctxview")
 
-needs_opencode = pytest.mark.skipif(
-    not OPENCODE.exists(), reason="OpenCode is not installed (npm ci in tests/agents/opencode)"
-)
+needs_opencode = needs(OPENCODE, "OpenCode", "opencode")
 
 
 def config(api_url: str, context: int = 200_000) -> dict[str, Any]:
@@ -45,82 +43,33 @@ def config(api_url: str, context: int = 200_000) -> dict[str, Any]:
     }  # fmt: skip
 
 
-@dataclass
-class Project:
-    root: Path
-    home: Path
-    store: Path
+class Project(AgentProject):
+    scrub: ClassVar[tuple[str, ...]] = ("OPENCODE", "ANTHROPIC")
+    own_xdg: ClassVar[bool] = True
 
     @property
     def database(self) -> Path:
         return self.home / ".local" / "share" / "opencode" / "opencode.db"
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("OPENCODE", "ANTHROPIC", "CTXVIEW", "XDG_"))}  # fmt: skip
-        h = self.home
-        env.update(
-            HOME=str(h), PWD=str(self.root),  # OpenCode takes its folder from PWD
-            XDG_DATA_HOME=str(h / ".local" / "share"), XDG_CONFIG_HOME=str(h / ".config"),
-            XDG_CACHE_HOME=str(h / ".cache"), XDG_STATE_HOME=str(h / ".local" / "state"),
+        return self.agent_env(
+            PWD=str(self.root),  # OpenCode takes its folder from PWD
             OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_AUTOUPDATE="1",
-            OPENCODE_DISABLE_LSP_DOWNLOAD="1", OPENCODE_DISABLE_SHARE="1",
-            CTXVIEW_STORE=str(self.store), **extra,
+            OPENCODE_DISABLE_LSP_DOWNLOAD="1", OPENCODE_DISABLE_SHARE="1", **extra,
         )  # fmt: skip
-        return env
 
-    def ctxview(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(CTXVIEW), *args], cwd=self.root, env=self.env(),
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    def ctxview_env(self) -> dict[str, str]:
+        return self.env()
 
     def write_config(self, api_url: str, **kw: Any) -> None:
         (self.root / "opencode.json").write_text(json.dumps(config(api_url, **kw)))
 
     def run(self, prompt: str, *args: str, **extra: str) -> list[dict[str, Any]]:
         """One headless run; its JSON events."""
-        done = subprocess.run(
-            [str(OPENCODE), "run", "--format", "json", *args, prompt], cwd=self.root,
-            env=self.env(**extra), capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
-        assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+        done = headless([str(OPENCODE), "run", "--format", "json", *args, prompt], self.root,
+                        self.env(**extra), timeout=180, tail=3000)  # fmt: skip
         return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-@contextmanager
-def project(tmp_path: Path) -> Iterator[Project]:
-    p = Project(tmp_path / "proj", tmp_path / "home", tmp_path / "state" / "store.db")
-    p.root.mkdir()
-    p.home.mkdir()
-    try:
-        yield p
-    finally:
-        stop(p.store)
-
-
-def tool_results(body: dict[str, Any]) -> dict[str, str]:
-    """tool_use_id -> the exact text the model got for it, from a Messages API request."""
-    out: dict[str, str] = {}
-    for m in body.get("messages", []):
-        content = m.get("content")
-        if not isinstance(content, list):
-            continue
-        for b in content:
-            if b.get("type") == "tool_result":
-                c = b.get("content")
-                out[b["tool_use_id"]] = c if isinstance(c, str) else "\n".join(
-                    x.get("text", "") for x in c or [] if isinstance(x, dict))  # fmt: skip
-    return out
-
-
-def texts(body: dict[str, Any]) -> list[str]:
-    """Every text block of a request's messages, in order."""
-    out: list[str] = []
-    for m in body.get("messages", []):
-        content = m.get("content")
-        if isinstance(content, str):
-            out.append(content)
-            continue
-        for b in content or []:
-            if b.get("type") == "text":
-                out.append(b["text"])
-    return out
+def project(tmp_path: Path) -> AbstractContextManager[Project]:
+    return Project.made(tmp_path)

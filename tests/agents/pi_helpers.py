@@ -5,34 +5,36 @@ for one prompt, `--mode rpc` for a session of several prompts and a compaction."
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import pytest
+if __package__:  # imported as tests.agents.pi_helpers (the project's root on sys.path)
+    from .agent_project import CTXVIEW as CTXVIEW
+    from .agent_project import HERE, AgentProject, headless, needs
+    from .messages_request import texts as texts
+    from .messages_request import tool_results
+else:  # as pi_helpers (tests/agents on sys.path: pytest's own import, the benches)
+    from agent_project import CTXVIEW as CTXVIEW
+    from agent_project import HERE, AgentProject, headless, needs
+    from messages_request import texts as texts
+    from messages_request import tool_results
 
-from ctxview.agents.hook_client import stop
+results = tool_results  # pi's tests' name for it
 
-HERE = Path(__file__).resolve().parent
 PI = HERE / "pi" / "node_modules" / ".bin" / "pi"
-CTXVIEW = Path(sys.executable).with_name("ctxview")
 MODEL = ["--provider", "fake", "--model", "fake-model"]
 TOOLS = ["--tools", "read,bash,edit,write,grep,find,ls,recall"]
 
-needs_pi = pytest.mark.skipif(not PI.exists(),
-                              reason="pi is not installed (npm ci in tests/agents/pi)")  # fmt: skip
+needs_pi = needs(PI, "pi", "pi")
 
 
-@dataclass
-class PiProject:
-    root: Path  # the project folder pi runs in
-    home: Path  # its HOME (~/.pi/agent: models, sessions)
-    store: Path
+class PiProject(AgentProject):
+    """HOME holds ~/.pi/agent: models, sessions."""
+
+    scrub: ClassVar[tuple[str, ...]] = ("PI_", "ANTHROPIC")
+    own_xdg: ClassVar[bool] = True
 
     @property
     def agent_dir(self) -> Path:
@@ -46,25 +48,15 @@ class PiProject:
             "models": [{"id": "fake-model", "contextWindow": 200000, "maxTokens": 8000}]}}}))  # fmt: skip
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("PI_", "ANTHROPIC", "CTXVIEW", "XDG_"))}  # fmt: skip
-        env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
-                   XDG_DATA_HOME=str(self.home / ".local/share"),
-                   XDG_STATE_HOME=str(self.home / ".local/state"),
-                   CTXVIEW_STORE=str(self.store), PI_OFFLINE="1", **extra)  # fmt: skip
-        return env
+        return self.agent_env(PI_OFFLINE="1", **extra)
 
-    def ctxview(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(CTXVIEW), *args], cwd=self.root, env=self.env(),
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    def ctxview_env(self) -> dict[str, str]:
+        return self.env()
 
     def print(self, prompt: str, **extra: str) -> str:
         """One headless `pi -p` run; what it printed."""
-        done = subprocess.run([str(PI), "-p", *MODEL, *TOOLS, prompt], cwd=self.root,
-                              env=self.env(**extra), capture_output=True, text=True,
-                              timeout=120)  # fmt: skip
-        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
-        return done.stdout
+        return headless([str(PI), "-p", *MODEL, *TOOLS, prompt], self.root,
+                        self.env(**extra), timeout=120).stdout  # fmt: skip
 
     def sessions(self) -> list[Path]:
         return sorted((self.agent_dir / "sessions").rglob("*.jsonl"))
@@ -116,40 +108,6 @@ class Rpc:
             self.proc.wait()
 
 
-@contextmanager
-def pi_project(tmp_path: Path) -> Iterator[PiProject]:
+def pi_project(tmp_path: Path) -> AbstractContextManager[PiProject]:
     """A project and HOME of its own; the hook engine stopped after."""
-    p = PiProject(tmp_path / "proj", tmp_path / "home", tmp_path / "state" / "store.db")
-    p.root.mkdir()
-    p.home.mkdir()
-    try:
-        yield p
-    finally:
-        stop(p.store)
-
-
-def results(body: dict[str, Any]) -> dict[str, str]:
-    """tool_use_id -> the exact text the model got for it, in one Messages API request."""
-    out: dict[str, str] = {}
-    for m in body.get("messages", []):
-        content = m.get("content")
-        if not isinstance(content, list):
-            continue
-        for b in content:
-            if isinstance(b, dict) and b.get("type") == "tool_result":
-                c = b.get("content")
-                out[b["tool_use_id"]] = c if isinstance(c, str) else "\n".join(
-                    x.get("text", "") for x in c or [] if isinstance(x, dict))  # fmt: skip
-    return out
-
-
-def texts(body: dict[str, Any]) -> list[str]:
-    """Every text block of a request's messages, in order."""
-    out: list[str] = []
-    for m in body.get("messages", []):
-        content = m.get("content")
-        if isinstance(content, str):
-            out.append(content)
-        elif isinstance(content, list):
-            out += [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"]
-    return out
+    return PiProject.made(tmp_path)

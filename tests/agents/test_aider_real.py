@@ -9,26 +9,22 @@ edit format; the scripted model answers with text and a SEARCH/REPLACE block, wh
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+from agent_project import CTXVIEW, HERE, AgentProject, needs
 from fake_openai import Say, Scripted
 
-HERE = Path(__file__).resolve().parent
 AIDER = HERE / "aider" / ".venv" / "bin" / "aider"
-CTXVIEW = Path(sys.executable).with_name("ctxview")
 
-needs_aider = pytest.mark.skipif(not AIDER.exists(), reason="aider is not installed "
-                                 "(tests/agents/aider/.venv, see .ci/run)")  # fmt: skip
+needs_aider = needs(AIDER, "aider", "aider", how="tests/agents/aider/.venv, see .ci/run")
 pytestmark = [needs_aider, pytest.mark.e2e]
 
 EDIT = """hello.py
@@ -51,25 +47,20 @@ print("goodbye, world")
 BYE_REPLY = f"Now it says goodbye.\n\n{BYE}\n\nDone."
 
 
-@dataclass
-class Repo:
-    root: Path  # the repository aider runs in (its history files are written here)
-    home: Path
-    store: Path
+class Repo(AgentProject):
+    """`root`: the repository aider runs in (its history files are written here)."""
+
+    scrub: ClassVar[tuple[str, ...]] = ("OPENAI", "AIDER", "ANTHROPIC", "LITELLM")
+    own_xdg: ClassVar[bool] = True
+    ctxview_timeout: ClassVar[float] = 120
 
     @property
     def history(self) -> Path:
         return self.root / ".aider.chat.history.md"
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("OPENAI", "AIDER", "ANTHROPIC", "LITELLM", "CTXVIEW", "XDG_"))}  # fmt: skip
-        env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
-                   XDG_DATA_HOME=str(self.home / ".local/share"),
-                   XDG_STATE_HOME=str(self.home / ".local/state"), OPENAI_API_KEY="test-key",
-                   # litellm's price list from its own file, not fetched from the network
-                   LITELLM_LOCAL_MODEL_COST_MAP="True", CTXVIEW_STORE=str(self.store))  # fmt: skip
-        return env
+        # litellm's price list from its own file, not fetched from the network
+        return self.agent_env(OPENAI_API_KEY="test-key", LITELLM_LOCAL_MODEL_COST_MAP="True")
 
     def aider(self, api: Scripted, message: str) -> str:
         """One headless aider run; its terminal output."""
@@ -84,9 +75,8 @@ class Repo:
         assert p.returncode == 0, p.stdout + p.stderr
         return p.stdout
 
-    def ctxview(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(CTXVIEW), *args], cwd=self.root, env=self.env(),
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    def ctxview_env(self) -> dict[str, str]:
+        return self.env()
 
 
 @pytest.fixture

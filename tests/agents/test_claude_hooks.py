@@ -27,15 +27,6 @@ from ctxview.store.paths import default_store_path
 SID = "5e55-1011"
 
 
-@pytest.fixture
-async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
-    eng = HookEngine(tmp_path / "store.db")
-    await eng.open()
-    (tmp_path / "proj").mkdir()
-    yield eng
-    await eng.close()
-
-
 def base(tmp_path: Path, **more: Any) -> dict[str, Any]:
     return {"session_id": SID, "cwd": str(tmp_path / "proj"),
             "transcript_path": str(tmp_path / "none.jsonl"), **more}  # fmt: skip

@@ -5,7 +5,6 @@ greps twice and recalls the first read; the requests Codex sends carry the 3.0.0
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import subprocess
@@ -13,55 +12,13 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+from codex_helpers import CODEX as CODEX
+from codex_helpers import PROVIDER, codex_env, exec_codex, needs_codex
 from fake_openai import Call, Say, Scripted, tool_outputs
 
 from ctxview.agents.codex import install as codex_install
 
-HERE = Path(__file__).parent
-CODEX = HERE / "codex" / "node_modules" / ".bin" / "codex"
-
-pytestmark = pytest.mark.skipif(
-    not CODEX.exists(),
-    reason="@openai/codex is not installed: run `npm ci` in tests/agents/codex (.ci/run does)",
-)
-
-# Loopback only: no update check, analytics, telemetry export or plugin sync (each of which
-# Codex 0.169.0 otherwise tries on its own).
-PROVIDER = """\
-# the person's own settings, kept by the install
-model = "gpt-test"
-model_provider = "fake"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[otel]
-exporter = "none"
-metrics_exporter = "none"
-
-[features]
-plugins = false
-
-[model_providers.fake]
-name = "scripted"
-base_url = "{base_url}"
-wire_api = "responses"
-env_key = "FAKE_OPENAI_KEY"
-"""
-
-
-def _codex_env(home: Path, codex_home: Path) -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "CODEX_HOME": str(codex_home),
-        "FAKE_OPENAI_KEY": "not-a-key",
-        "LANG": "C.UTF-8",
-        "NO_COLOR": "1",
-        "RUST_LOG": os.environ.get("RUST_LOG", "warn"),
-    }
+pytestmark = needs_codex
 
 
 def _sessions(store: Path) -> list[tuple[str, str, float | None, str | None]]:
@@ -79,6 +36,9 @@ def _shown(store: Path, sid: str) -> dict[int, str]:
     finally:
         conn.close()
     return dict(rows)
+
+
+_codex_env = codex_env  # the name test_codex_tools and test_codex_told import
 
 
 def test_codex_gets_the_rules_through_ctxview_mcp(tmp_path: Path) -> None:
@@ -103,12 +63,7 @@ def test_codex_gets_the_rules_through_ctxview_mcp(tmp_path: Path) -> None:
         plan = codex_install.install(codex_home, store=store)
         plan.write()
         assert len(plan.changes) == 2
-        done = subprocess.run(
-            [str(CODEX), "exec", "--skip-git-repo-check",
-             "--dangerously-bypass-approvals-and-sandbox", "Read hello.txt and look for beta."],
-            cwd=ws, env=_codex_env(home, codex_home), capture_output=True, text=True,
-            timeout=150, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        done = exec_codex(ws, codex_env(home, codex_home), "Read hello.txt and look for beta.")
         requests = list(model.requests)
     assert done.returncode == 0, done.stderr[-3000:]
     assert model.spent, f"Codex stopped after {len(requests)} requests: {done.stderr[-3000:]}"

@@ -5,23 +5,18 @@ what the real Codex then sends its model (`tests/prompt_checks.py`)."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+from codex_helpers import PROVIDER, codex_env, exec_codex, needs_codex
 from fake_openai import Call, Say, Scripted, tool_outputs
 from prompt_checks import assert_told, normalized
-from test_codex_mcp import CODEX, PROVIDER, _codex_env
 
 from ctxview.agents.codex import install as codex_install
 from ctxview.engine.session import TOOLS
 from ctxview.prompts import MCP, Active, claims
 
-pytestmark = pytest.mark.skipif(
-    not CODEX.exists(),
-    reason="@openai/codex is not installed: run `npm ci` in tests/agents/codex (.ci/run does)",
-)
+pytestmark = needs_codex
 
 BIG = "".join(f"{i}\n" for i in range(1, 2501))
 
@@ -39,12 +34,7 @@ def _codex(tmp: Path, script: list[Call | Say], files: dict[str, str],
         (home / ".codex" / "config.toml").write_text(config + PROVIDER.format(
             base_url=model.base_url))  # fmt: skip
         codex_install.install(home / ".codex", store=tmp / "store.db").write()
-        done = subprocess.run(
-            [str(CODEX), "exec", "--skip-git-repo-check",
-             "--dangerously-bypass-approvals-and-sandbox", "Work on the files."],
-            cwd=ws, env=_codex_env(home, home / ".codex"), capture_output=True, text=True,
-            timeout=150, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        done = exec_codex(ws, codex_env(home, home / ".codex"), "Work on the files.")
         requests = list(model.requests)
         assert model.spent, done.stderr[-3000:]
     assert done.returncode == 0, done.stderr[-3000:]

@@ -16,16 +16,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+from codex_helpers import CODEX, PROVIDER, codex_env, exec_codex, needs_codex
 from fake_openai import Say, Scripted
-from test_codex_mcp import CODEX, PROVIDER, _codex_env
 
 from ctxview.agents.codex import install as codex_install
 
-pytestmark = pytest.mark.skipif(
-    not CODEX.exists(),
-    reason="@openai/codex is not installed: run `npm ci` in tests/agents/codex (.ci/run does)",
-)
+pytestmark = needs_codex
 
 CTXVIEW_TOOLS = {"read", "write", "edit", "multiedit", "apply_patch", "list", "glob", "grep",
                  "bash", "recall"}  # fmt: skip
@@ -45,12 +41,7 @@ def _offered(tmp: Path, model: str, *, install: bool, extra: str = "",
         (codex_home / "config.toml").write_text(extra + config)
         if install:
             codex_install.install(codex_home, store=tmp / "store.db").write()
-        done = subprocess.run(
-            [str(CODEX), "exec", "--skip-git-repo-check",
-             "--dangerously-bypass-approvals-and-sandbox", "hello"],
-            cwd=ws, env=_codex_env(home, codex_home), capture_output=True, text=True,
-            timeout=150, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        done = exec_codex(ws, codex_env(home, codex_home), "hello")
         requests = list(api.requests)
     assert done.returncode == 0 and requests, done.stderr[-3000:]
     offered = {t.get("name") or t.get("type"): t for t in requests[0].get("tools", [])}
@@ -90,7 +81,7 @@ def test_a_catalog_entry_without_apply_patch_takes_codexs_away(tmp_path: Path) -
     home = tmp_path / "probe"
     (home / ".codex").mkdir(parents=True)
     done = subprocess.run([str(CODEX), "debug", "models", "--bundled"], capture_output=True,
-                          text=True, timeout=60, env=_codex_env(home, home / ".codex"),
+                          text=True, timeout=60, env=codex_env(home, home / ".codex"),
                           stdin=subprocess.DEVNULL)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     entry = next(m for m in json.loads(done.stdout)["models"] if m["slug"] == "gpt-5.5")

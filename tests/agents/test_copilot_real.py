@@ -18,20 +18,17 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_project import CTXVIEW, HERE, needs
 from fake_openai import Call, Say, Scripted, chat_tool_outputs
 
-HERE = Path(__file__).resolve().parent
 COPILOT = HERE / "copilot" / "node_modules" / ".bin" / "copilot"
-CTXVIEW = Path(sys.executable).with_name("ctxview")
 
-needs_copilot = pytest.mark.skipif(not COPILOT.exists(), reason="Copilot CLI is not installed "
-                                   "(npm ci in tests/agents/copilot)")  # fmt: skip
+needs_copilot = needs(COPILOT, "Copilot CLI", "copilot")
 pytestmark = [needs_copilot, pytest.mark.e2e]
 
 
@@ -148,6 +145,16 @@ def test_a_copilot_session_imports_with_what_its_model_was_given(tmp_path: Path,
     assert json.loads(events.read_text().splitlines()[0])["data"]["copilotVersion"] == "1.0.102"
 
 
+def imported(home: Path, repo: Path, cache: Path, store: Path) -> Path:
+    """The session's own file (Copilot wrote one), imported by `ctxview import`: its path."""
+    [events] = (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    imp = subprocess.run([str(CTXVIEW), "import", str(events)], cwd=repo,
+                         env=env(home, cache, store), capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert imp.returncode == 0, imp.stderr
+    return events
+
+
 def results(store: Path) -> list[tuple[str, str, str, int]]:
     conn = sqlite3.connect(store)
     try:
@@ -221,11 +228,7 @@ def test_a_sub_agent_is_one_child_session_linked_to_its_task_call(tmp_path: Path
     copilot(home, repo, cache, store, [Call("task", task), Call("view", {"path": str(notes)}),
                                        Say("It holds 30 lines."), Say("The helper read it.")],
             "Ask a helper about notes.py")  # fmt: skip
-    [events] = (home / ".copilot" / "session-state").glob("*/events.jsonl")
-    imp = subprocess.run([str(CTXVIEW), "import", str(events)], cwd=repo,
-                         env=env(home, cache, store), capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
-    assert imp.returncode == 0, imp.stderr
+    events = imported(home, repo, cache, store)
     conn = sqlite3.connect(store)
     try:
         got = conn.execute("SELECT id, parent_session, parent_call, title FROM sessions "
@@ -270,13 +273,9 @@ def test_copilot_s_compaction_is_a_boundary_with_its_summary(tmp_path: Path, cac
     _, given, requests = copilot(home, repo, cache, store, steps, "Read and count",
                                  aside=summary_request, limit=16000)  # fmt: skip
     assert any(summary_request(r) for r in requests)  # Copilot asked for a summary
-    [events] = (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    events = imported(home, repo, cache, store)
     kinds = [json.loads(line)["type"] for line in events.read_text().splitlines()]
     assert "session.compaction_complete" in kinds
-    imp = subprocess.run([str(CTXVIEW), "import", str(events)], cwd=repo,
-                         env=env(home, cache, store), capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
-    assert imp.returncode == 0, imp.stderr
     conn = sqlite3.connect(store)
     try:
         bounds = conn.execute("SELECT text, data FROM events WHERE kind = 'compaction' "

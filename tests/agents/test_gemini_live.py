@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from ctxview.agents import failures
-from ctxview.agents.hook_client import stop
 from tests.agents.fake_gemini import (
     SUMMARY,
     Call,
@@ -21,7 +20,15 @@ from tests.agents.fake_gemini import (
     function_responses,
     response_text,
 )
-from tests.agents.gemini_helpers import CLI, chat_files, ctxview, env, follow_once, run_gemini
+from tests.agents.gemini_helpers import (
+    CLI,
+    chat_files,
+    ctxview,
+    env,
+    follow_once,
+    installed,
+    scripted_run,
+)
 
 pytestmark = pytest.mark.skipif(not CLI.exists(), reason="npm ci --prefix tests/agents/gemini")
 LINES = [f"line {i}" for i in range(1, 41)]
@@ -62,8 +69,11 @@ def _answers(server: Scripted) -> list[tuple[str, str]]:
 
 def test_plain_gemini_runs_headless(tmp_path: Path) -> None:
     proj = _project(tmp_path)
-    with Scripted([Call("read_file", {"file_path": str(proj / "notes.txt")}), Say("ok.")]) as s:
-        done = run_gemini(proj, env(tmp_path, s.base_url), "read notes.txt")
+    steps: list[Call | Say] = [
+        Call("read_file", {"file_path": str(proj / "notes.txt")}),
+        Say("ok."),
+    ]
+    s, done = scripted_run(proj, env(tmp_path, ""), steps, "read notes.txt")
     assert done.returncode == 0, done.stderr
     assert "ok." in done.stdout
     [(tool, text)] = _answers(s)
@@ -73,17 +83,10 @@ def test_plain_gemini_runs_headless(tmp_path: Path) -> None:
 def test_hooked_session_gets_the_rules(tmp_path: Path) -> None:
     proj = _project(tmp_path)
     environ = env(tmp_path, "")
-    store = Path(environ["CTXVIEW_STORE"])
-    installed = ctxview(proj, environ, "install", "gemini")
-    assert installed.returncode == 0, installed.stderr
-    try:
-        with Scripted(_steps(proj)) as s:
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            done = run_gemini(proj, environ, "work on notes.txt")
+    with installed(proj, environ) as store:
+        s, done = scripted_run(proj, environ, _steps(proj), "work on notes.txt")
         assert done.returncode == 0, done.stderr
         answers = _answers(s)
-    finally:
-        stop(store)
     tools = [t for t, _ in answers]
     assert tools == ["read_file", "read_file", "read_file", "run_shell_command", "grep_search",
                      "grep_search", "replace"], answers  # fmt: skip
@@ -126,20 +129,14 @@ def test_import_and_follow_of_a_hooked_session_store_it_once(tmp_path: Path) -> 
     `gm-<id>`, gaining its messages, each call once with the text the model got."""
     proj = _project(tmp_path)
     environ = env(tmp_path, "")
-    store = Path(environ["CTXVIEW_STORE"])
-    assert ctxview(proj, environ, "install", "gemini").returncode == 0
     f = str(proj / "notes.txt")
     steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
                                Call("read_file", {"file_path": f}),
                                Call("run_shell_command", {"command": "seq 1 3"}), Say("fin.")]  # fmt: skip
-    try:
-        with Scripted(steps) as s:
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            done = run_gemini(proj, environ, "read notes.txt twice")
+    with installed(proj, environ) as store:
+        s, done = scripted_run(proj, environ, steps, "read notes.txt twice")
         assert done.returncode == 0, done.stderr
         answers = [_unwrap(t) for _, t in _answers(s)]
-    finally:
-        stop(store)
     hooked = _results(store)
     assert [r[2] for r in hooked] == answers, (hooked, answers)
     [chat] = chat_files(Path(environ["HOME"]))
@@ -164,21 +161,16 @@ def test_an_import_between_two_hooked_runs_is_kept(tmp_path: Path) -> None:
     again: the engine's writes leave the import's state alone, so nothing comes in twice."""
     proj = _project(tmp_path)
     environ = env(tmp_path, "")
-    store = Path(environ["CTXVIEW_STORE"])
-    assert ctxview(proj, environ, "install", "gemini").returncode == 0
     f = str(proj / "notes.txt")
-    try:
-        with Scripted([Call("read_file", {"file_path": f}), Say("one.")]) as s:
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            assert run_gemini(proj, environ, "first").returncode == 0
+    with installed(proj, environ) as store:
+        _, done = scripted_run(proj, environ, [Call("read_file", {"file_path": f}), Say("one.")],
+                               "first")  # fmt: skip
+        assert done.returncode == 0
         [chat] = chat_files(Path(environ["HOME"]))
         assert ctxview(proj, environ, "import", str(chat)).returncode == 0
-        with Scripted([Call("run_shell_command", {"command": "seq 1 3"}), Say("two.")]) as s:
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            done = run_gemini(proj, environ, "second", "--resume", "latest")
-            assert done.returncode == 0, done.stderr
-    finally:
-        stop(store)
+        _, done = scripted_run(proj, environ, [Call("run_shell_command", {"command": "seq 1 3"}),
+                                               Say("two.")], "second", "--resume", "latest")  # fmt: skip
+        assert done.returncode == 0, done.stderr
     assert chat_files(Path(environ["HOME"])) == [chat]
     assert ctxview(proj, environ, "import", str(chat)).returncode == 0
     with sqlite3.connect(store) as db:
@@ -200,18 +192,12 @@ def test_recall_answers_from_this_session(tmp_path: Path) -> None:
     stored output, and the store holds the recall as a result of that session."""
     proj = _project(tmp_path)
     environ = env(tmp_path, "")
-    store = Path(environ["CTXVIEW_STORE"])
-    assert ctxview(proj, environ, "install", "gemini").returncode == 0
     steps: list[Call | Say] = [Call("run_shell_command", {"command": "seq 1 600"}),
                                Call("mcp_ctxview_recall", {"id": "#1000"}), Say("fin.")]  # fmt: skip
-    try:
-        with Scripted(steps) as s:
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            done = run_gemini(proj, environ, "count to 600")
+    with installed(proj, environ) as store:
+        s, done = scripted_run(proj, environ, steps, "count to 600")
         assert done.returncode == 0, done.stderr
         answers = _answers(s)
-    finally:
-        stop(store)
     assert [t for t, _ in answers] == ["run_shell_command", "mcp_ctxview_recall"], answers
     # What the model is told: ctxview's MCP server's instructions, in the session's context.
     told = json.dumps(s.turns()[0])
@@ -247,20 +233,14 @@ def test_gemini_compression_records_a_boundary_and_gives_the_table(tmp_path: Pat
     settings = Path(environ["HOME"]) / ".gemini" / "settings.json"
     user = json.loads(settings.read_text())
     settings.write_text(json.dumps({**user, "model": {"skipNextSpeakerCheck": False}}))
-    store = Path(environ["CTXVIEW_STORE"])
-    assert ctxview(proj, environ, "install", "gemini").returncode == 0
     f = str(proj / "notes.txt")
     steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
                                Call("read_file", {"file_path": f}),
                                Say("pause.", prompt_tokens=900_000, more=True),
                                Call("read_file", {"file_path": f}), Say("fin.")]  # fmt: skip
-    try:
-        with Scripted(steps) as s:
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            done = run_gemini(proj, environ, "read notes.txt")
+    with installed(proj, environ) as store:
+        s, done = scripted_run(proj, environ, steps, "read notes.txt")
         assert done.returncode == 0, done.stderr
-    finally:
-        stop(store)
     assert any("Generate a new <state_snapshot>" in json.dumps(r["body"]) for r in s.requests)
     turns = s.turns()
     after = next(t for t in turns if "Please continue." in _texts(t))  # Gemini's own next turn
@@ -300,17 +280,12 @@ def test_failing_hook_keeps_gemini_output(tmp_path: Path) -> None:
     own outputs and each failure is recorded for `ctxview doctor`."""
     proj = _project(tmp_path)
     environ = env(tmp_path, "", CTXVIEW_HOOK_FAIL="1")
-    store = Path(environ["CTXVIEW_STORE"])
-    assert ctxview(proj, environ, "install", "gemini").returncode == 0
     f = str(proj / "notes.txt")
-    try:
-        with Scripted([Call("read_file", {"file_path": f}),
-                       Call("run_shell_command", {"command": "echo hi"}),
-                       Call("mcp_ctxview_recall", {"id": "#1000"}), Say("ok.")]) as s:  # fmt: skip
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            done = run_gemini(proj, environ, "read notes.txt")
-    finally:
-        stop(store)
+    steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
+                               Call("run_shell_command", {"command": "echo hi"}),
+                               Call("mcp_ctxview_recall", {"id": "#1000"}), Say("ok.")]  # fmt: skip
+    with installed(proj, environ) as store:
+        s, done = scripted_run(proj, environ, steps, "read notes.txt")
     assert done.returncode == 0, done.stderr
     answers = _answers(s)
     assert answers[0] == ("read_file", "\n".join(LINES) + "\n")

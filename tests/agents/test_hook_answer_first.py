@@ -19,15 +19,6 @@ from ctxview.agents.claude_code.hooks import HookEngine
 SID = "a11f-0002"
 
 
-@pytest.fixture
-async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
-    eng = HookEngine(tmp_path / "store.db")
-    await eng.open()
-    (tmp_path / "proj").mkdir()
-    yield eng
-    await eng.close()
-
-
 def _hook(tmp_path: Path, transcript: Path, ref: str, stdout: str) -> dict[str, Any]:
     return {"session_id": SID, "cwd": str(tmp_path / "proj"), "transcript_path": str(transcript),
             "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": ref,
@@ -48,6 +39,21 @@ def _events(store: Path) -> list[tuple[str, str | None, int | None]]:
         conn.close()
 
 
+async def _records_come(engine: HookEngine, transcript: Path, call: dict[str, Any],
+                        result: dict[str, Any], shown: str) -> None:  # fmt: skip
+    """The call's record and its result's (showing `shown`) written to the transcript after the
+    answer: the call's events are stored once, in order, the result under the id it was given."""
+    result["message"]["content"][0]["content"] = shown
+    result["toolUseResult"]["stdout"] = shown
+    with transcript.open("a") as f:
+        f.write(_lines([call, result]))
+    await engine.settled()
+    kinds = [(k, r) for k, r, _ in _events(engine.store) if k in ("message", "call", "result")]
+    assert kinds == [("message", "user"), ("message", "assistant"), ("call", None),
+                     ("result", None)], kinds  # fmt: skip
+    assert [rid for k, _, rid in _events(engine.store) if k == "result"] == [0x1000]
+
+
 async def test_the_answer_comes_before_the_record_and_the_order_is_kept(engine, tmp_path):
     """Claude Code has not written the assistant record yet when the hook comes (the race that
     made test_claude_real fail 1 in 3): the answer does not wait for it; once it is written, the
@@ -63,15 +69,7 @@ async def test_the_answer_comes_before_the_record_and_the_order_is_kept(engine, 
     assert shown == "[#1000]\na.py" and took < 0.25  # the old wait alone was 0.3 s
     assert [e for e in _events(engine.store) if e[0] == "result"] == []  # stored after
     # Claude Code writes the call's record late, and the result's right after the answer.
-    result["message"]["content"][0]["content"] = shown
-    result["toolUseResult"]["stdout"] = shown
-    with transcript.open("a") as f:
-        f.write(_lines([call, result]))
-    await engine.settled()
-    kinds = [(k, r) for k, r, _ in _events(engine.store) if k in ("message", "call", "result")]
-    assert kinds == [("message", "user"), ("message", "assistant"), ("call", None),
-                     ("result", None)], kinds  # fmt: skip
-    assert [rid for k, _, rid in _events(engine.store) if k == "result"] == [0x1000]
+    await _records_come(engine, transcript, call, result, shown)
 
 
 async def test_the_ids_an_answer_gives_are_taken_before_it_is_sent(engine, tmp_path):
@@ -146,15 +144,7 @@ async def test_a_deep_line_naming_the_call_never_loses_its_events(engine, tmp_pa
     out = await engine.respond("PostToolUse", _hook(tmp_path, transcript, "toolu_1", "a.py"))
     shown = out["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
     assert shown == "[#1000]\na.py"
-    result["message"]["content"][0]["content"] = shown
-    result["toolUseResult"]["stdout"] = shown
-    with transcript.open("a") as f:
-        f.write(_lines([call, result]))
-    await engine.settled()
-    kinds = [(k, r) for k, r, _ in _events(engine.store) if k in ("message", "call", "result")]
-    assert kinds == [("message", "user"), ("message", "assistant"), ("call", None),
-                     ("result", None)], kinds  # fmt: skip
-    assert [rid for k, _, rid in _events(engine.store) if k == "result"] == [0x1000]
+    await _records_come(engine, transcript, call, result, shown)
 
 
 async def test_the_first_calls_events_wait_for_the_transcript_to_be_created(

@@ -23,15 +23,6 @@ SID = "7ee0-0016"
 AGENT = "a5b6c7d"
 
 
-@pytest.fixture
-async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
-    eng = HookEngine(tmp_path / "store.db")
-    await eng.open()
-    (tmp_path / "proj").mkdir()
-    yield eng
-    await eng.close()
-
-
 def _base(tmp_path: Path, transcript: Path, agent: str | None, **more: Any) -> dict[str, Any]:
     return {"session_id": SID, "cwd": str(tmp_path / "proj"), "transcript_path": str(transcript),
             **({"agent_id": agent, "agent_type": "general-purpose"} if agent else {}),

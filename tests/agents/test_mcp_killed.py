@@ -6,18 +6,15 @@ failed under load: "the session is still live after Codex exited")."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-
-CTXVIEW = [sys.executable, "-m", "ctxview.cli"]
+from mcp_stdio import RawMcp
 
 
 def _ended(store: Path) -> list[tuple[str, float | None, int]]:
@@ -39,27 +36,12 @@ def test_a_killed_server_still_ends_its_session(tmp_path: Path, signals: tuple[s
     ws.mkdir()
     (ws / "hello.txt").write_text("alpha\nbeta\n")
     store = tmp_path / "store.db"
-    proc = subprocess.Popen(
-        [*CTXVIEW, "--store", str(store), "mcp", "--tools", "all"], cwd=ws,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env={**os.environ}, start_new_session=True,  # a group of its own, as Codex starts it
-    )  # fmt: skip
-    assert proc.stdin and proc.stdout
-
-    def send(msg: dict[str, object]) -> None:
-        proc.stdin.write((json.dumps(msg) + "\n").encode())  # type: ignore[union-attr]
-        proc.stdin.flush()  # type: ignore[union-attr]
-
+    mcp = RawMcp(store, ws, stderr=subprocess.DEVNULL, own_group=True)
+    proc = mcp.proc
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "codex-test", "version": "1"}}})  # fmt: skip
-        assert json.loads(proc.stdout.readline())["id"] == 1
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "read", "arguments": {"path": "hello.txt"},
-            "_meta": {"sessionId": "t-kill", "callId": "call_1"}}})  # fmt: skip
-        answer = json.loads(proc.stdout.readline())
+        mcp.initialize("codex-test")
+        answer = mcp.call("read", {"path": "hello.txt"},
+                          _meta={"sessionId": "t-kill", "callId": "call_1"})  # fmt: skip
         assert answer["result"]["content"][0]["text"].startswith("[#1000 hello.txt lines 1-2")
         assert _ended(store) == [("cx-t-kill", None, 0)]
         for name in signals:

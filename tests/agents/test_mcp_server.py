@@ -5,10 +5,8 @@ connection lasts, and the hooked Claude Code session it shares with the hooks.""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp_stdio import RawMcp
 
 from ctxview.agents import live
 from ctxview.engine.session import TOOLS, Session
@@ -151,26 +150,11 @@ async def test_recall_in_the_hooked_claude_code_session(ws: Path, tmp_path: Path
 def test_a_signal_ends_the_session(ws: Path, tmp_path: Path) -> None:
     """A host that stops its server with SIGTERM instead of closing stdin: still ended."""
     store = tmp_path / "store.db"
-    proc = subprocess.Popen(
-        [*CTXVIEW, "--store", str(store), "mcp", "--tools", "all"], cwd=ws,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ},
-    )  # fmt: skip
-    assert proc.stdin and proc.stdout
-
-    def send(msg: dict[str, object]) -> None:
-        proc.stdin.write((json.dumps(msg) + "\n").encode())  # type: ignore[union-attr]
-        proc.stdin.flush()  # type: ignore[union-attr]
-
+    mcp = RawMcp(store, ws)
+    proc = mcp.proc
     try:
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw-test", "version": "1"}}})  # fmt: skip
-        assert json.loads(proc.stdout.readline())["id"] == 1
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-              "params": {"name": "read", "arguments": {"path": "hello.txt"}}})  # fmt: skip
-        answer = json.loads(proc.stdout.readline())
+        mcp.initialize("raw-test")
+        answer = mcp.call("read", {"path": "hello.txt"})
         assert answer["result"]["content"][0]["text"].startswith("[#1000 hello.txt lines 1-3")
         assert _sessions(store)[0][2] is None
         proc.send_signal(signal.SIGTERM)

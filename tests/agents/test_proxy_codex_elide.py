@@ -17,8 +17,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from codex_helpers import CONFIG, CTXVIEW, exec_through_ctxview, needs_codex, proxied_env
 from fake_openai import Call, Say, Scripted, tool_outputs
-from test_proxy_codex import CODEX, CONFIG, CTXVIEW, pytestmark  # noqa: F401
 
 from ctxview.context import request_elide as re_
 from ctxview.context.request_cost import load_prices, session_cost, stub_ids, unelided
@@ -27,6 +27,8 @@ from ctxview.store import Reader
 
 CALLS = 34  # about 7,300 characters each: the threshold passed near call 22
 THRESHOLD = 180_000
+
+pytestmark = needs_codex
 
 
 class RecallTheFirstStub(Call):
@@ -46,6 +48,24 @@ class RecallTheFirstStub(Call):
         return super().item(request)
 
 
+def _big_files(work: Path) -> None:
+    """CALLS files of 100 lines, about 7,300 characters each."""
+    for i in range(CALLS):
+        (work / f"big{i}.txt").write_text("\n".join(f"{i:02d} line {j:03d} " + "z" * 58
+                                                    for j in range(100)) + "\n")  # fmt: skip
+
+
+def _read_all(work: Path, env: dict[str, str], reads: list[Call], recall: Call
+              ) -> list[dict[str, Any]]:  # fmt: skip
+    """Codex through `ctxview run --elide` while the scripted model makes `reads`, then
+    `recall`, then ends: every request Codex sent, one a step."""
+    with Scripted([*reads, recall, Say("All read.")]) as api:
+        exec_through_ctxview(api.port, work, env, "read every big file", elide=True, timeout=600)
+        sent = list(api.requests)
+    assert len(sent) == CALLS + 2
+    return sent
+
+
 def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
@@ -57,9 +77,7 @@ def test_codex_elided_at_the_strides_and_recalled_through_its_shell(tmp_path: Pa
     (codex_home / "config.toml").write_text(CONFIG)
     # Under Codex's own cap for a command's output (about 10,000 characters), so each output
     # reaches the request whole and its recall too.
-    for i in range(CALLS):
-        (work / f"big{i}.txt").write_text("\n".join(f"{i:02d} line {j:03d} " + "z" * 58
-                                                    for j in range(100)) + "\n")  # fmt: skip
+    _big_files(work)
     # ctxview on the PATH of Codex's shell, as an installed one is: Codex runs its commands in
     # a login shell, whose profile sets PATH afresh.
     (home / ".bash_profile").write_text(f'export PATH="{CTXVIEW.parent}:$PATH"\n')
@@ -70,26 +88,11 @@ def test_codex_elided_at_the_strides_and_recalled_through_its_shell(tmp_path: Pa
     (config_home / "ctxview" / "prices.json").write_text(json.dumps({"date": "2026-12-01",
         "models": {"gpt-test": {"input": 1.25, "output": 10, "cache_write": 1.25,
                                 "cache_read": 0.125}}}))  # fmt: skip
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI", "CODEX", "CTXVIEW"))}  # fmt: skip
-    env.update(HOME=str(home), CODEX_HOME=str(codex_home), OPENAI_API_KEY="sk-test-secret",
-               CTXVIEW_STORE=str(store), XDG_CONFIG_HOME=str(config_home),
-               PATH=f"{CTXVIEW.parent}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}")  # fmt: skip
+    env = proxied_env(home, codex_home, store, XDG_CONFIG_HOME=str(config_home),
+                      PATH=f"{CTXVIEW.parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")  # fmt: skip
     recall = RecallTheFirstStub()
-    steps: list[Call | Say] = [Call("exec_command", {"cmd": f"cat big{i}.txt"})
-                               for i in range(CALLS)]  # fmt: skip
-    steps += [recall, Say("All read.")]
-    with Scripted(steps) as api:
-        done = subprocess.run(
-            [str(CTXVIEW), "run", "--elide", "--upstream", f"http://127.0.0.1:{api.port}", "--",
-             str(CODEX), "exec", "--skip-git-repo-check",
-             "--dangerously-bypass-approvals-and-sandbox", "read every big file"],
-            cwd=work, env=env, capture_output=True, text=True, timeout=600,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        sent = list(api.requests)
-    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
-    assert len(sent) == CALLS + 2
+    sent = _read_all(work, env, [Call("exec_command", {"cmd": f"cat big{i}.txt"})
+                                 for i in range(CALLS)], recall)  # fmt: skip
     session = f"cx-{sent[0]['prompt_cache_key']}"
     ids = stub_ids(sent)
     conn = sqlite3.connect(store)
@@ -198,28 +201,11 @@ def test_codex_with_ctxview_installed_is_told_its_mcp_recall_and_gets_the_text(
     store = tmp_path / "state" / "store.db"
     (codex_home / "config.toml").write_text(CONFIG)
     codex_install.install(codex_home, store=store).write()
-    for i in range(CALLS):
-        (work / f"big{i}.txt").write_text("\n".join(f"{i:02d} line {j:03d} " + "z" * 58
-                                                    for j in range(100)) + "\n")  # fmt: skip
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI", "CODEX", "CTXVIEW"))}  # fmt: skip
-    env.update(HOME=str(home), CODEX_HOME=str(codex_home), OPENAI_API_KEY="sk-test-secret",
-               CTXVIEW_STORE=str(store), XDG_CONFIG_HOME=str(home / ".config"))  # fmt: skip
+    _big_files(work)
+    env = proxied_env(home, codex_home, store, XDG_CONFIG_HOME=str(home / ".config"))
     recall = RecallOverMcp()
-    steps: list[Call | Say] = [Call("read", {"path": f"big{i}.txt"}, server="ctxview")
-                               for i in range(CALLS)]  # fmt: skip
-    steps += [recall, Say("All read.")]
-    with Scripted(steps) as api:
-        done = subprocess.run(
-            [str(CTXVIEW), "run", "--elide", "--upstream", f"http://127.0.0.1:{api.port}", "--",
-             str(CODEX), "exec", "--skip-git-repo-check",
-             "--dangerously-bypass-approvals-and-sandbox", "read every big file"],
-            cwd=work, env=env, capture_output=True, text=True, timeout=600,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        sent = list(api.requests)
-    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
-    assert len(sent) == CALLS + 2
+    sent = _read_all(work, env, [Call("read", {"path": f"big{i}.txt"}, server="ctxview")
+                                 for i in range(CALLS)], recall)  # fmt: skip
     assert "exec_command" not in json.dumps(sent[0]["tools"])  # the shell is off
     # Every read answered, the first too (it can come before anything wrote the store).
     outputs = tool_outputs(sent[-1])

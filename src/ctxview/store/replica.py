@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +65,7 @@ class Replica:
         `local_id`; a newer version of a row replaces the one here, as a pulled event does), the
         shapes and messages they name (hash, JSON) not here yet, and the pull's watermark."""
         c = self._conn
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            _session(c, local_id, fields)
+        with _pulled(c, local_id, fields, _mark_key(machine, sid), mark):
             c.executemany("INSERT OR IGNORE INTO api_shapes (hash, shape) VALUES (?, ?)",
                           shared.get("api_shapes", []))  # fmt: skip
             c.executemany("INSERT OR IGNORE INTO api_blobs (hash, message) VALUES (?, ?)",
@@ -76,13 +76,6 @@ class Replica:
                     f"VALUES ({', '.join('?' * (len(cols) + 1))})",
                     [(local_id, *r) for r in rows.get(table, [])],
                 )
-            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                      (_mark_key(machine, sid), json.dumps(mark)))  # fmt: skip
-            c.execute("COMMIT")
-        except BaseException:
-            if c.in_transaction:
-                c.execute("ROLLBACK")
-            raise
 
     def mark(self, machine: str, sid: str) -> dict[str, Any] | None:
         """The watermark the last pull of `machine`'s session `sid` committed, or None."""
@@ -112,9 +105,7 @@ class Replica:
         events (seq, *EVENT_COLUMNS; all of them replaced when `replace`), the bodies (rid,
         shown, stored) not there yet with their search index, and the pull's new watermark."""
         c = self._conn
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            _session(c, local_id, fields)
+        with _pulled(c, local_id, fields, _mark_key(machine, sid), mark):
             if replace:
                 c.execute("DELETE FROM events WHERE session = ?", (local_id,))
             marks = ", ".join("?" for _ in range(len(EVENT_COLUMNS) + 2))
@@ -130,13 +121,26 @@ class Replica:
                 if cur.rowcount:
                     c.execute("INSERT INTO bodies_fts (rowid, stored) VALUES (?, ?)",
                               (cur.lastrowid, stored[:FTS_MAX]))  # fmt: skip
-            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                      (_mark_key(machine, sid), json.dumps(mark)))  # fmt: skip
-            c.execute("COMMIT")
-        except BaseException:
-            if c.in_transaction:
-                c.execute("ROLLBACK")
-            raise
+
+
+@contextmanager
+def _pulled(
+    c: sqlite3.Connection, local_id: str, fields: tuple[Any, ...], key: str, mark: dict[str, Any]
+) -> Iterator[None]:
+    """One transaction around what the block writes: the session row first, the pull's
+    watermark (`mark` under `key`) last, so a slice and its watermark land together or not at
+    all (a failure anywhere rolls both back and is raised)."""
+    c.execute("BEGIN IMMEDIATE")
+    try:
+        _session(c, local_id, fields)
+        yield
+        c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                  (key, json.dumps(mark)))  # fmt: skip
+        c.execute("COMMIT")
+    except BaseException:
+        if c.in_transaction:
+            c.execute("ROLLBACK")
+        raise
 
 
 def _session(c: sqlite3.Connection, local_id: str, fields: tuple[Any, ...]) -> None:
