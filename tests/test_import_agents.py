@@ -153,6 +153,27 @@ def test_copilot(tmp_path: Path) -> None:
     assert [e.text for e in evs if e.role == "user"] == ["Look at notes.txt twice and grep"]
 
 
+def test_a_cancelled_copilot_compaction_is_no_boundary(tmp_path: Path) -> None:
+    """Copilot 1.0.102 writes `session.compaction_complete` with `success: false` when it cancels
+    a compaction (seen with the real CLI under load): nothing was compacted, so the re-read after
+    it is still a stub, and the session says why."""
+    lines = COPILOT.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"session.truncation"' in line)
+    cancelled = {"type": "session.compaction_complete", "id": "ev-x", "parentId": "ev-23",
+                 "timestamp": "2026-05-01T10:00:24.500Z",
+                 "data": {"success": False, "error": "Compaction Cancelled", "outcome": "cancelled",
+                          "tokenLimit": 128000, "trigger": "threshold"}}  # fmt: skip
+    events = tmp_path / "session-state" / "c0b1107-0000-4000-8000-000000000001" / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    events.write_text("\n".join([*lines[: at + 1], json.dumps(cancelled), *lines[at + 1 :]]))
+    store = tmp_path / "s.db"
+    assert run(store, "import", str(events))[0] == 0
+    _, evs = asyncio.run(events_of(store))["cp-c0b1107-0000-4000-8000-000000000001"]
+    assert kinds(evs).count("compaction") == 1  # the truncation alone
+    notes = [e.text for e in evs if e.role == "system"]
+    assert "Copilot's compaction did not happen: Compaction Cancelled" in notes
+
+
 def test_cursor_and_its_sub_agent(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     assert run(store, "import", str(FIX / "cursor"))[0] == 0

@@ -260,7 +260,8 @@ def summary_request(request: dict[str, Any]) -> Say | None:
 def test_copilot_s_compaction_is_a_boundary_with_its_summary(tmp_path: Path, cache: Path) -> None:
     """With a small prompt limit Copilot compacts by itself (`session.compaction_start`, a
     `session.truncation`, then `session.compaction_complete` with the model's summary): the
-    import has boundaries, the last holding that summary and the files-read table."""
+    import has boundaries, each completion's holding that summary (a cancelled one is none),
+    and the files-read table."""
     home, repo, store = tmp_path / "home", tmp_path / "repo", tmp_path / "store.db"
     home.mkdir()
     repo.mkdir()
@@ -274,8 +275,12 @@ def test_copilot_s_compaction_is_a_boundary_with_its_summary(tmp_path: Path, cac
                                  aside=summary_request, limit=16000)  # fmt: skip
     assert any(summary_request(r) for r in requests)  # Copilot asked for a summary
     events = imported(home, repo, cache, store)
-    kinds = [json.loads(line)["type"] for line in events.read_text().splitlines()]
-    assert "session.compaction_complete" in kinds
+    records = [json.loads(line) for line in events.read_text().splitlines()]
+    kinds = [r["type"] for r in records]
+    # Under load Copilot may start a second compaction and cancel it (`success: false`).
+    applied = [r for r in records if r["type"] == "session.compaction_complete"
+               and r["data"].get("success") is not False]  # fmt: skip
+    assert applied
     conn = sqlite3.connect(store)
     try:
         bounds = conn.execute("SELECT text, data FROM events WHERE kind = 'compaction' "
@@ -283,10 +288,10 @@ def test_copilot_s_compaction_is_a_boundary_with_its_summary(tmp_path: Path, cac
         seen = dict(conn.execute("SELECT call_ref, seen_chars FROM events WHERE kind = 'result'"))
     finally:
         conn.close()
-    assert len(bounds) == kinds.count("session.truncation") + kinds.count(
-        "session.compaction_complete")  # fmt: skip
-    text, data = bounds[-1]
-    assert text == SUMMARY and json.loads(data)["source"] == "session.compaction_complete"
+    assert len(bounds) == kinds.count("session.truncation") + len(applied)
+    done = [text for text, data in bounds
+            if json.loads(data)["source"] == "session.compaction_complete"]  # fmt: skip
+    assert done and all(text == SUMMARY for text in done)
     rows = json.dumps(json.loads(bounds[0][1])["rows"])
     assert str(notes) in rows  # the files read before it, for the model after it
     # What reached the model is what was stored as seen; with this limit Copilot's truncation

@@ -11,7 +11,8 @@ have only `outputTokens`); `tool.execution_complete` a result (`result.content` 
 A sub-agent's events (`task` calls) carry `agentId`: the task call's id in 1.0.55, its own id
 in 1.0.102, where its `subagent.started` pairs the two; they go to a child session
 `cp-<task call id>` linked to that call. `session.truncation` (Copilot trimmed the context)
-and `session.compaction_complete` are compactions.
+and `session.compaction_complete` are compactions, except a completion that says `success: false`
+(1.0.102 cancels one that a truncation made needless: measured, under load).
 
 Tools: `view {path, view_range}` is a read: Copilot numbers its lines `N. text` for some models
 (1.0.55 with Claude) and gives them plain for others (1.0.102 with an OpenAI-compatible
@@ -112,6 +113,12 @@ class CopilotParser(SimpleParser):
             await self._assistant(replay, data, ts)
         elif kind == "tool.execution_complete":
             await self._result(replay, data, ts)
+        elif kind == "session.compaction_complete" and data.get("success") is False:
+            # A compaction Copilot cancelled or failed changed nothing the model sees: not a
+            # boundary (one would empty the dedupe table), only a note of what happened.
+            why = data.get("error") or data.get("outcome") or "failed"
+            await replay.message("system", f"Copilot's compaction did not happen: {why}", ts=ts,
+                                 data={"subtype": kind})  # fmt: skip
         elif kind in ("session.truncation", "session.compaction_complete"):
             summary = data.get("summary") or data.get("summaryContent")
             info = {k: v for k, v in data.items() if isinstance(v, int | float | str)
