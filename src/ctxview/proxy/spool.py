@@ -260,8 +260,13 @@ def is_final(folder: Path, name: str) -> bool:
 def read(folder: Path, name: str) -> Exchange:
     meta = json.loads((folder / f"{name}.json").read_bytes())
     body_path = folder / f"{name}.body"
-    body = body_path.read_bytes() if body_path.exists() else b""
-    return from_meta(meta, body)
+
+    def body() -> bytes:
+        return body_path.read_bytes() if body_path.exists() else b""
+
+    ex = from_meta(meta, body())
+    ex.reread = body  # the recorder lets go of the bytes once parsed (`record.build`)
+    return ex
 
 
 def discard(folder: Path, name: str) -> None:
