@@ -149,7 +149,7 @@ async def test_the_spool_is_private_holds_no_credential_and_goes_once_stored(
     # proxy knows so far.
     sent = json.dumps(MESSAGES_BODY).encode()
     [meta] = await _until(lambda: _spooled(proxy.recorder.store), "the spool entry")
-    await _until(lambda: meta.with_suffix(".body").read_bytes() == sent, "the body spooled")
+    await _until(lambda: spool.body_of(meta.with_suffix(".body")) == sent, "the body spooled")
     folder = meta.parent
     for p in (spool.root(proxy.recorder.store), folder):
         assert stat.S_IMODE(p.stat().st_mode) == 0o700
@@ -198,7 +198,7 @@ async def test_a_proxy_killed_mid_record_leaves_it_to_its_recorder(
         await held.content.readany()
         sent = json.dumps(MESSAGES_BODY).encode()  # aiohttp's json= writes it so
         await _until(lambda: [m for m in _spooled(store) if not json.loads(m.read_bytes())["final"]
-                              and m.with_suffix(".body").read_bytes() == sent],
+                              and spool.body_of(m.with_suffix(".body")) == sent],
                      "the request in flight spooled")  # fmt: skip
         recorder = await p.recorder()
         await p.kill()

@@ -122,9 +122,7 @@ class Proxy:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
         await site.start()
-        server = site._server
-        assert isinstance(server, asyncio.Server)  # a TCPSite's is: the port it was given
-        self.port = server.sockets[0].getsockname()[1]
+        self.port = self._runner.addresses[0][1]  # the port it was given (0: a free one)
         return Endpoint(self.port, self.secret)
 
     async def stop(self) -> None:
