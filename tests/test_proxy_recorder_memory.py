@@ -6,6 +6,7 @@ time is the store's own digest of the message (any text: non-ASCII, lone surroga
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -19,7 +20,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ctxview.context import requests as req
-from ctxview.proxy import protocols, record, spool
+from ctxview.proxy import keying, protocols, record, spool
 from ctxview.proxy.record import Exchange
 
 BODY = 10 << 20
@@ -95,5 +96,13 @@ def test_a_10_mb_body_is_recorded_within_four_and_a_half_times_its_size(tmp_path
 def test_the_sliced_hash_is_the_digest(text: str) -> None:
     value = {"role": "user", "content": [{"type": "text", "text": text}]}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(record, "_SLICE", 3)  # every slice boundary falls inside the text
+        mp.setattr(keying, "SLICE", 3)  # every slice boundary falls inside the text
         assert record._digest_text(req.canonical_json(value)) == req.digest(value)
+        # A session keyed by its opening: the same hash as the whole text's.
+        body = {"messages": [value]}
+        parts = protocols.split(protocols.ANTHROPIC, body)
+        assert parts is not None
+        opening = [protocols.ANTHROPIC, parts.system, value]
+        whole = json.dumps(opening, sort_keys=True, ensure_ascii=False, default=str)
+        assert keying.conversation_hash(protocols.ANTHROPIC, body) == hashlib.sha256(
+            whole.encode("utf-8", "surrogatepass")).hexdigest()[:16]  # fmt: skip

@@ -193,12 +193,8 @@ def _digest_text(text: str) -> str:
     """`req.digest` of the value `text` is the canonical JSON of, hashed a slice at a time:
     its UTF-8 whole would be one more copy of a message as large as the body."""
     h = hashlib.sha256()
-    for i in range(0, len(text), _SLICE):
-        h.update(text[i : i + _SLICE].encode("utf-8", "surrogatepass"))
+    keying.sha256_update(h, text)
     return h.hexdigest()
-
-
-_SLICE = 1 << 20
 
 
 def _dumps(value: Any) -> str:
