@@ -1,6 +1,7 @@
 """What `ctxview proxy` adds: latency to the first and the last byte of the answer, proxy vs
-direct to a scripted Messages server, p50/p95, for 10 KB, 1 MB and 10 MB requests; the
-proxy's memory for a 10 MB request (and its recorder process's) and with 100 concurrent streams.
+direct to a scripted Messages server, p50/p95, for 10 KB, 1 MB and 10 MB requests, with the
+proxy's CPU per request; the proxy's memory for a 10 MB request (and its recorder process's)
+and with 100 concurrent streams.
 
 Four processes, as in use: the scripted server (`python bench_proxy.py --serve`), the real
 `ctxview proxy` command recording into a temporary store, its recorder process, and this client
@@ -68,6 +69,12 @@ def _rss(pid: int) -> tuple[int, int]:
     text = Path(f"/proc/{pid}/status").read_text()
     get = lambda k: int(re.search(rf"{k}:\s+(\d+) kB", text).group(1)) * 1024  # type: ignore[union-attr]  # noqa: E731
     return get("VmRSS"), get("VmHWM")
+
+
+def _cpu_ms(pid: int) -> float:
+    """The process's CPU so far (user + system, all its threads), in ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def _reset_hwm(pid: int) -> None:
@@ -157,8 +164,11 @@ def _pct(values: list[float], q: float) -> float:
         values) > 1 else values[0]  # fmt: skip
 
 
-async def _latency(direct: str, proxied: str, size: int, n: int) -> dict[str, Any]:
+async def _latency(direct: str, proxied: str, size: int, n: int, pid: int) -> dict[str, Any]:
+    """p50/p95 of each, and the proxy's CPU per proxied request (the figure that the machine's
+    other work moves least)."""
     out: dict[str, list[float]] = {"d1": [], "dn": [], "p1": [], "pn": []}
+    cpu0 = _cpu_ms(pid)
     async with aiohttp.ClientSession() as s:
         for i in range(n + 2):
             raw = _body(size, i)
@@ -169,7 +179,9 @@ async def _latency(direct: str, proxied: str, size: int, n: int) -> dict[str, An
                 if i >= 2:  # two warm-ups
                     out[tag + "1"].append(a)
                     out[tag + "n"].append(b)
-    return {k: (_pct(v, 50), _pct(v, 95)) for k, v in out.items()}
+    res: dict[str, Any] = {k: (_pct(v, 50), _pct(v, 95)) for k, v in out.items()}
+    res["cpu"] = (_cpu_ms(pid) - cpu0) / (n + 2)
+    return res
 
 
 async def _streams(proxied: str, pid: int, n: int) -> tuple[int, int]:
@@ -209,15 +221,15 @@ async def _bench(args: argparse.Namespace) -> int:
               f"{os.cpu_count()} cores")  # fmt: skip
         ok = True
         print(f"{'size':>6} {'n':>3}  {'direct 1st p50/p95':>19}  {'proxy 1st p50/p95':>18}  "
-              f"{'added 1st p50/p95':>18}  {'added last p50/p95':>19}")  # fmt: skip
+              f"{'added 1st p50/p95':>18}  {'added last p50/p95':>19}  {'proxy CPU':>9}")  # fmt: skip
         for label, size, n in (("10 KB", 10_000, args.n), ("1 MB", 1 << 20, args.n),
                                ("10 MB", 10 << 20, max(5, args.n // 4))):  # fmt: skip
-            r = await _latency(direct, proxied, size, n)
+            r = await _latency(direct, proxied, size, n, proxy.pid)
             add1 = (r["p1"][0] - r["d1"][0], r["p1"][1] - r["d1"][1])
             addn = (r["pn"][0] - r["dn"][0], r["pn"][1] - r["dn"][1])
             print(f"{label:>6} {n:>3}  {r['d1'][0]:8.1f} / {r['d1'][1]:6.1f} ms  "
                   f"{r['p1'][0]:7.1f} / {r['p1'][1]:6.1f} ms  {add1[0]:+7.1f} / {add1[1]:+6.1f} ms"
-                  f"  {addn[0]:+8.1f} / {addn[1]:+6.1f} ms")  # fmt: skip
+                  f"  {addn[0]:+8.1f} / {addn[1]:+6.1f} ms  {r['cpu']:6.1f} ms")  # fmt: skip
             ok &= add1[0] <= 5 and add1[1] <= 20
         await _memory(up, tmp)
         store = tmp / "store.db"

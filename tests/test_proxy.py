@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import json
 import sqlite3
 from collections.abc import AsyncIterator
@@ -447,6 +448,30 @@ async def test_a_10_mb_request_streams_through(proxy: Proxy,
     assert up.bodies == [raw]
     assert "chunked" not in up.headers[0].get("Transfer-Encoding", "")
     assert up.headers[0]["Content-Length"] == str(len(raw))
+    [rec] = await _records(proxy, "cc-abc-123")
+    assert rec.body_bytes == len(raw) and rec.parsed == 1
+
+
+async def test_a_chunked_body_goes_on_chunked_byte_for_byte(proxy: Proxy,
+        upstream: tuple[Upstream, str]) -> None:  # fmt: skip
+    """No Content-Length from the client: the forward frames it as chunks of its own (the body
+    is written on the upstream's connection past aiohttp's per-piece wait, so its framing is
+    the writer's)."""
+    up, _ = upstream
+    raw = json.dumps({**MESSAGES_BODY, "messages": [
+        {"role": "user", "content": "y" * (3 << 20) + "\u00e9"}]}).encode()  # fmt: skip
+    cuts = [0, 1, 70_000, 1 << 20, (1 << 20) + 3, len(raw)]
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for a, b in itertools.pairwise(cuts):
+            yield raw[a:b]
+
+    async with aiohttp.ClientSession() as s, s.post(
+            f"{_base(proxy)}/v1/messages", data=pieces(),
+            headers={"content-type": "application/json"}) as resp:  # fmt: skip
+        assert await resp.read() == b"".join(MESSAGE_EVENTS)
+    assert up.bodies == [raw]
+    assert up.headers[0].get("Transfer-Encoding") == "chunked"
     [rec] = await _records(proxy, "cc-abc-123")
     assert rec.body_bytes == len(raw) and rec.parsed == 1
 

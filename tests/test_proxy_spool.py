@@ -149,7 +149,7 @@ async def test_the_spool_is_private_holds_no_credential_and_goes_once_stored(
     # proxy knows so far.
     sent = json.dumps(MESSAGES_BODY).encode()
     [meta] = await _until(lambda: _spooled(proxy.recorder.store), "the spool entry")
-    await _until(lambda: meta.with_suffix(".body").read_bytes() == sent, "the body spooled")
+    await _until(lambda: spool.body_of(meta.with_suffix(".body")) == sent, "the body spooled")
     folder = meta.parent
     for p in (spool.root(proxy.recorder.store), folder):
         assert stat.S_IMODE(p.stat().st_mode) == 0o700
@@ -198,7 +198,7 @@ async def test_a_proxy_killed_mid_record_leaves_it_to_its_recorder(
         await held.content.readany()
         sent = json.dumps(MESSAGES_BODY).encode()  # aiohttp's json= writes it so
         await _until(lambda: [m for m in _spooled(store) if not json.loads(m.read_bytes())["final"]
-                              and m.with_suffix(".body").read_bytes() == sent],
+                              and spool.body_of(m.with_suffix(".body")) == sent],
                      "the request in flight spooled")  # fmt: skip
         recorder = await p.recorder()
         await p.kill()
@@ -294,3 +294,31 @@ async def test_a_proxied_session_is_live_while_its_proxy_runs(
     finally:
         await p.stop()
     assert not await live()  # released at the proxy's end, not left to run out
+
+
+def test_a_body_written_over_a_recorded_one_is_itself_cut_or_whole(tmp_path: Path) -> None:
+    folder, lock = spool.create(tmp_path / "store.db")
+    try:
+        first = spool.Entry(folder, "0000000001")
+        first.open(b"{}")
+        first.extend(b"a" * 100_000)
+        assert first.finish(b"{}")
+        inode = first.path(".body").stat().st_ino
+        spool.discard(folder, first.name)  # recorded: its file kept for the next body
+        nxt = spool.Entry(folder, "0000000002")
+        nxt.open(b"{}")
+        nxt.extend(b"b" * 10)
+        nxt.extend(b"c" * 5)
+        body = nxt.path(".body")
+        assert body.stat().st_ino == inode  # written over, not a new file
+        # A proxy killed here leaves this body, not the earlier one's bytes past it.
+        assert spool.body_of(body) == b"b" * 10 + b"c" * 5
+        assert nxt.finish(b"{}")
+        assert (
+            body.stat().st_size == spool.HEAD + 15 and spool.body_of(body) == b"b" * 10 + b"c" * 5
+        )
+        assert stat.S_IMODE(body.stat().st_mode) == 0o600
+    finally:
+        spool.remove(folder)
+        os.close(lock)
+    assert not folder.exists()

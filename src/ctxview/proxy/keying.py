@@ -72,8 +72,22 @@ def conversation_hash(protocol: str, body: Any) -> str:
         elif role == "user":
             opening.append(m)
             break
-    text = json.dumps(opening, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    # json.dumps' text, hashed a piece at a time: a 10 MB opening message made whole as text
+    # and as UTF-8 was two more copies of it in the recorder.
+    h = hashlib.sha256()
+    for piece in _ENCODER.iterencode(opening):
+        sha256_update(h, piece)
+    return h.hexdigest()[:16]
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+SLICE = 1 << 20
+
+
+def sha256_update(h: Any, text: str) -> None:
+    """`h` given `text` as UTF-8 (surrogates passed), a slice at a time (no whole copy)."""
+    for i in range(0, len(text), SLICE):
+        h.update(text[i : i + SLICE].encode("utf-8", "surrogatepass"))
 
 
 def title(protocol: str, body: Any) -> str:

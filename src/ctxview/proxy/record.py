@@ -17,6 +17,7 @@ import copy
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -59,6 +60,9 @@ class Exchange:
     # Its record's id, given when it starts: a spool entry recorded twice (a recorder killed
     # between the store's commit and the entry's removal) is the same row again.
     rid: str = field(default_factory=lambda: f"px_{uuid.uuid4().hex}")
+    # The body read again from where it is kept (the recorder's spool file): given, `build`
+    # lets go of `body` once it is parsed and reads it again only to keep it as it came.
+    reread: Callable[[], bytes] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -87,10 +91,14 @@ def _header(pairs: list[tuple[str, str]], name: str) -> str:
 
 def parse(ex: Exchange) -> Any:
     """The body as JSON, or None when it is not JSON (or says it is something else)."""
-    ctype = _header(ex.request_headers, "content-type").lower()
+    return _parse(ex.request_headers, ex.body)
+
+
+def _parse(headers: list[tuple[str, str]], data: bytes) -> Any:
+    ctype = _header(headers, "content-type").lower()
     if ctype and "json" not in ctype:
         return None
-    raw = decode_body(ex.body, _header(ex.request_headers, "content-encoding"))
+    raw = decode_body(data, _header(headers, "content-encoding"))
     if not raw:
         return None
     try:
@@ -115,8 +123,19 @@ def find_marks(value: Any, path: list[Any], out: list[dict[str, Any]]) -> None:
 def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:
     """The rows for `ex` as request `seq` of its session (the recorder renumbers them once it
     knows the session). `thread_of(session) -> Thread` gives the session's thread (the
-    recorder's memory of it); the thread is not changed here."""
-    body = parse(ex)
+    recorder's memory of it); the thread is not changed here.
+
+    With `ex.reread`, the body's bytes are taken out of `ex` (its `body` is b"" after) and let
+    go of once parsed: a 10 MB body held as bytes, parsed, and as each message's stored text at
+    once made the recorder's peak five times the body."""
+    data = ex.body
+    size, sha = len(data), hashlib.sha256(data).hexdigest()
+    body = _parse(ex.request_headers, data)
+    reread = ex.reread
+    if reread is not None:
+        ex.body = data = b""
+    else:
+        reread = lambda: ex.body  # noqa: E731
     lower = {k.lower(): v for k, v in ex.request_headers}
     session = (
         keying.session_key(ex.protocol, lower, body)
@@ -125,7 +144,6 @@ def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:
     )
     thread: Thread = thread_of(session)
     rid = ex.rid
-    sha = hashlib.sha256(ex.body).hexdigest()
     answer = ex.answer
     answer_json = _dumps(answer.body) if answer and answer.body is not None else None
     usage = answer.usage() if answer else None
@@ -138,11 +156,11 @@ def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:
     if parts is not None and protocols.recorded(ex.protocol):
         rows, layout, hashes, shape_hash = _request_rows(ex, body, parts, thread, rid, usage, seq)
         if rows is None:
-            raw = ex.body  # what canonical form could not carry: kept as it came
+            raw = reread()  # what canonical form could not carry: kept as it came
     else:
-        raw = ex.body[:MAX_RAW]
+        raw = reread()[:MAX_RAW]
     note = ex.note
-    if body is None and ex.body:
+    if body is None and size:
         note = (note + " " if note else "") + "The body is not JSON; kept as it came."
     row = ProxyRow(
         session=session, seq=seq, request_id=rid,
@@ -153,7 +171,7 @@ def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:
         request_headers=json.dumps(hdr.kept(ex.request_headers), ensure_ascii=False),
         response_headers=(json.dumps(hdr.kept(ex.response_headers), ensure_ascii=False)
                           if ex.response_headers is not None else None),
-        body_bytes=len(ex.body), body_sha256=sha, parsed=int(rows is not None),
+        body_bytes=size, body_sha256=sha, parsed=int(rows is not None),
         layout=json.dumps(layout) if layout is not None else None, body_raw=raw,
         answer=answer_json, answer_raw=answer.raw if answer else None,
         usage=_dumps(usage) if usage is not None else None,
@@ -171,6 +189,14 @@ def _fallback_session(lower: dict[str, str]) -> str:
     return f"cx-{sid}" if sid else "px-unparsed"
 
 
+def _digest_text(text: str) -> str:
+    """`req.digest` of the value `text` is the canonical JSON of, hashed a slice at a time:
+    its UTF-8 whole would be one more copy of a message as large as the body."""
+    h = hashlib.sha256()
+    keying.sha256_update(h, text)
+    return h.hexdigest()
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -186,7 +212,19 @@ def _request_rows(ex: Exchange, body: Any, parts: protocols.Parts, thread: Threa
              "tools": req.strip_cache(shaped_in["tools"])}  # fmt: skip
     shape_hash = req.digest(shape)
     canon = [req.canonical(m) for m in parts.messages]
-    hashes = [req.digest(m) for m in canon]
+    # Each message's text made once, for its hash and, past what the session's previous request
+    # had, to be stored (a text the previous one had is let go of at once).
+    hashes: list[str] = []
+    texts: list[str] = []
+    keep = 0
+    for i, m in enumerate(canon):
+        text = req.canonical_json(m)
+        hashes.append(_digest_text(text))
+        if keep == i and i < len(thread.prev_hashes) and thread.prev_hashes[i] == hashes[i]:
+            keep += 1
+        else:
+            texts.append(text)
+        del text
     # What canonical form loses, found by building the body back as the reader will.
     built, missed = req.build(shape, canon, marks)
     layout: dict[str, Any] = {"has": [parts.has_system, parts.has_tools, parts.has_messages]}
@@ -211,17 +249,11 @@ def _request_rows(ex: Exchange, body: Any, parts: protocols.Parts, thread: Threa
     again = assemble(ex.protocol, layout, built, parts.params)
     if missed or again != body:
         return None, layout, hashes, None
-    keep = 0
-    for a, b in zip(thread.prev_hashes, hashes, strict=False):
-        if a != b:
-            break
-        keep += 1
     rows = api.Rows()
     if shape_hash not in thread.shapes:
         rows.shapes.append((shape_hash, req.canonical_json(shape)))
     # The kept messages were stored with the request before; the rest now (INSERT OR IGNORE).
-    rows.blobs.extend((h, req.canonical_json(m)) for h, m in zip(hashes[keep:], canon[keep:],
-                                                                  strict=True))  # fmt: skip
+    rows.blobs.extend(zip(hashes[keep:], texts, strict=True))
     stamp = datetime.fromtimestamp(ex.started, UTC).isoformat()
     rows.requests.append({
         "n": PROXY_N + seq, "id": rid, "timestamp": stamp,

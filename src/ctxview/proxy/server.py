@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
+from aiohttp import payload, web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http_writer import StreamWriter
 from yarl import URL
 
 from ctxview.proxy import headers as hdr
@@ -33,6 +35,7 @@ from ctxview.proxy.rewrite import Rewriter
 
 CONNECT_TIMEOUT = 30.0  # seconds to reach the upstream; an answer itself may take its time
 CHUNK = 1 << 16
+DRAIN_AT = 1 << 20  # bytes waiting on the upstream's socket before the forward waits for it
 THREAD_REWRITE = 256 << 10  # a body this big is rewritten off the event loop
 
 
@@ -122,9 +125,7 @@ class Proxy:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
         await site.start()
-        server = site._server
-        assert isinstance(server, asyncio.Server)  # a TCPSite's is: the port it was given
-        self.port = server.sockets[0].getsockname()[1]
+        self.port = self._runner.addresses[0][1]  # the port it was given (0: a free one)
         return Endpoint(self.port, self.secret)
 
     async def stop(self) -> None:
@@ -198,7 +199,7 @@ class Proxy:
         has_body = request.body_exists
         url = URL(f"{ex.upstream}{ex.path}", encoded=True)
         headers = hdr.upstream_headers(ex.request_headers)
-        data: Any = stream() if has_body else None
+        data: Any = _Forwarded(stream()) if has_body else None
         if has_body and self.rewriter.applies(ex.protocol):
             # Elision and cache marks need the whole body: it is read, changed, then sent.
             data = await self._rewritten(request, ex, body)
@@ -277,6 +278,36 @@ class Proxy:
         if done.note:
             ex.note = done.note
         return done.body
+
+
+class _Forwarded(payload.AsyncIterablePayload):
+    """The client's body to the upstream as the server reads it: each piece written on the
+    upstream's connection at once, waiting for that connection to drain only once DRAIN_AT
+    bytes wait on it (aiohttp's own payload waits after every piece past 64 KB: a 10 MB body
+    cost the proxy ~2.5 ms more CPU, and its first byte ~6 ms more, so)."""
+
+    async def write_with_length(self, writer: AbstractStreamWriter,
+                                content_length: int | None) -> None:  # fmt: skip
+        if self._cached_chunks is not None or self._iter is None:
+            await super().write_with_length(writer, content_length)
+            return
+        ours = writer if isinstance(writer, StreamWriter) else None
+        left = content_length
+        try:
+            while True:
+                chunk = await anext(self._iter)
+                if left is not None:  # the client's own Content-Length framed it already
+                    chunk, left = chunk[: max(left, 0)], left - len(chunk)
+                if not chunk:
+                    continue
+                if ours is None or ours.transport is None:
+                    await writer.write(chunk)
+                    continue
+                await ours.write(chunk, drain=False)
+                if ours.transport.get_write_buffer_size() > DRAIN_AT:
+                    await ours.drain()
+        except StopAsyncIteration:
+            self._iter = None
 
 
 def _reason(exc: BaseException) -> str:
