@@ -183,16 +183,15 @@ def _engine_held_down(p: PiProject) -> Iterator[None]:
 def test_a_call_the_extension_missed_is_stored_once_in_order(tmp_path: Path) -> None:
     """The engine is down at the second call (the extension records it and pi's own output goes
     to the model) and back for the third, whose step first takes in pi's file: the missed call
-    is stored once, in the hooked session, before the third call's result and under the id
-    before it; an import of pi's file afterwards adds nothing."""
+    (the same read as the first) is stored once, in the hooked session, before the third call's
+    result and under the id before it; an import of pi's file afterwards adds nothing."""
     with pi_project(tmp_path) as p:
         (p.root / "a.py").write_text(A)
-        (p.root / "b.py").write_text("b = 1\n")
         held = _engine_held_down(p)
 
         def engine_down(body: dict[str, Any]) -> dict[str, Any]:
             held.__enter__()
-            return {"tool": "read", "input": {"path": "b.py"}}
+            return {"tool": "read", "input": {"path": "a.py"}}
 
         def engine_back(body: dict[str, Any]) -> dict[str, Any]:
             held.__exit__(None, None, None)
@@ -206,7 +205,7 @@ def test_a_call_the_extension_missed_is_stored_once_in_order(tmp_path: Path) -> 
             p.print("go")
         got = results(api.main_requests[-1])
         assert got["toolu_0001_read"].startswith("[#1000 a.py lines 1-4 of 4 sha ")
-        assert got["toolu_0002_read"] == "b = 1\n"  # pi's own
+        assert got["toolu_0002_read"] == A  # pi's own
         assert re.fullmatch(r"\[#1002 a\.py lines 1-4 of 4 sha [0-9a-f]{8}\] Unchanged since "
                             r"#1000, which already shows lines 1-4\.", got["toolu_0003_read"])  # fmt: skip
         recorded = [(f["event"], f.get("tool_call_id")) for f in failures.read(p.store)
@@ -219,7 +218,9 @@ def test_a_call_the_extension_missed_is_stored_once_in_order(tmp_path: Path) -> 
         assert [ref for ref, _ in shown] == ["toolu_0001_read", "toolu_0002_read",
                                              "toolu_0003_read"]  # fmt: skip
         assert shown[0][1] == got["toolu_0001_read"] and shown[2][1] == got["toolu_0003_read"]
-        assert re.fullmatch(r"\[#1001 b\.py lines 1-1 of 1 sha [0-9a-f]{8}\]\n1: b = 1",
-                            shown[1][1])  # fmt: skip
+        # The missed read in full, as the model got it (pi's own output), under its own id: its
+        # sha is the import's stand-in for the file's version, so it is no re-read of #1000.
+        assert re.fullmatch(r"\[#1001 a\.py lines 1-4 of 4 sha [0-9a-f]{8}\]\n1: x = 1\n"
+                            r"2: y = 2\n3: z = 3\n4: w = 4", shown[1][1])  # fmt: skip
         assert p.ctxview("import", str(pi_file)).returncode == 0
         assert _stored(p) == (sessions, shown)

@@ -37,7 +37,7 @@ from ctxview.files.regular import read_regular
 from ctxview.importers.codex import _search_tool
 from ctxview.importers.formats import PI
 from ctxview.importers.pi import read_of
-from ctxview.importers.runner import import_file
+from ctxview.importers.runner import FileImporter
 from ctxview.rules.compaction import files_read_table
 
 if TYPE_CHECKING:
@@ -132,12 +132,18 @@ class PiEngine:
     async def _ready(self, sid: str, payload: dict[str, Any], trace: Trace | None = None
                      ) -> Served:  # fmt: skip
         """The session up to date: what others stored, then pi's file up to now."""
-        await self.sessions.serve(sid, payload)
+        served = await self.sessions.serve(sid, payload)
         if trace is not None:
             trace.lap("catch_up")
         path = _session_file(payload)
         if path is not None and os.path.isfile(path):
-            await import_file(self.writer, path)
+            # One importer per file for as long as the session is served (as Claude Code's
+            # transcript): each step reads only what pi appended, where a new importer found the
+            # file's format and its session's state in the store again at every call.
+            importer = served.importers.get(Path(path))
+            if importer is None:
+                importer = served.importers[Path(path)] = FileImporter(self.writer, path)
+            await importer.step()
         served = await self.sessions.serve(sid, payload)
         if trace is not None:
             trace.lap("transcript")
