@@ -5,12 +5,16 @@ exactly the texts the model was sent."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import signal
 import sqlite3
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +23,7 @@ from fake_anthropic import FakeAnthropic
 from opencode_helpers import CTXVIEW, Project, needs_opencode, project, texts, tool_results
 
 from ctxview.agents.engine_socket import socket_file
-from ctxview.agents.hook_client import stop
+from ctxview.agents.hook_client import ask, socket_path, stop
 
 pytestmark = [needs_opencode, pytest.mark.e2e]
 
@@ -336,3 +340,75 @@ def test_the_plugin_starts_the_engine_again_when_it_has_gone(tmp_path: Path) -> 
         assert got["toolu_0002_read"].endswith("Unchanged since #1000, which already shows "
                                                "lines 1-10.")  # fmt: skip
         assert not Path(f"{p.store}.hook-failures.jsonl").exists()
+
+
+@contextmanager
+def _engine_held_down(p: Project) -> Iterator[None]:
+    """No engine for this store while inside: the running one stopped, and its lock held here,
+    so the one the plugin starts leaves at once (daemon.main: one engine per store)."""
+    assert stop(p.store)
+    fd = os.open(str(socket_path(p.store)) + ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def test_a_call_the_plugin_missed_is_imported_once_beside_the_plugged_ones(tmp_path: Path) -> None:
+    """The engine is down at the second call (the plugin records it and OpenCode's own output
+    goes to the model) and back for the third: `ctxview import` of OpenCode's database then
+    stores the missed call once, in the plugged session, past the ids the engine gave, with the
+    rules applied to it as the import replays the session in order; a second import adds
+    nothing."""
+    with project(tmp_path) as p:
+        f = p.root / "a.py"
+        f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
+        g = p.root / "b.py"
+        g.write_text("".join(f"other {i}\n" for i in range(1, 6)))
+        held = _engine_held_down(p)
+
+        def engine_down(body: dict[str, Any]) -> dict[str, Any]:
+            held.__enter__()
+            return {"tool": "read", "input": {"filePath": str(f)}}
+
+        def engine_back(body: dict[str, Any]) -> dict[str, Any]:
+            held.__exit__(None, None, None)
+            ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
+            return {"tool": "read", "input": {"filePath": str(g)}}
+
+        read_f = {"tool": "read", "input": {"filePath": str(f)}}
+        with FakeAnthropic([read_f, engine_down, engine_back, read_f, {"text": "Done."}]) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            sid = _session_of(p.run("go"))
+        got = tool_results(api.main_requests[-1])
+        assert got["toolu_0001_read"].startswith(f"[#1000 {f} lines 1-10 of 10 sha ")
+        assert got["toolu_0002_read"].startswith(f"<path>{f}</path>")  # OpenCode's own
+        assert got["toolu_0003_read"].startswith(f"[#1001 {g} lines 1-5 of 5 sha ")
+        assert got["toolu_0004_read"].startswith(f"[#1002 {f} lines 1-10 of 10 sha ")
+        log = [json.loads(line) for line in Path(f"{p.store}.hook-failures.jsonl").read_text(
+            ).splitlines()]  # fmt: skip
+        # (besides the plugin's own try to start the engine: `_ping`, which could not)
+        assert [
+            (e["event"], e.get("tool_use_id")) for e in log if e["event"].startswith("opencode.")
+        ] == [("opencode.tool", "toolu_0002_read")]
+        plugged = _stored(p.store)
+        assert [ref for _, ref, _ in plugged] == ["toolu_0001_read", "toolu_0003_read",
+                                                  "toolu_0004_read"]  # fmt: skip
+        done = p.ctxview("import", str(p.database))
+        assert done.returncode == 0, done.stderr
+        rows = _stored(p.store)
+        assert {s for s, _, _ in rows} == {f"oc-{sid}"}
+        assert rows[:3] == plugged  # the plugged calls as the model got them, untouched
+        assert [ref for _, ref, _ in rows] == [*(r for _, r, _ in plugged), "toolu_0002_read"]
+        # The missed read as the import's replay of the session gives it, under the next id past
+        # the engine's: in full, as the model got it (OpenCode's own output). Its sha is the
+        # import's stand-in for the file's version (`Replay.read`), not the file's own the
+        # plugin's reads carry, so it is not taken for a re-read of #1000.
+        missed = rows[3][2]
+        assert missed.startswith(f"[#1003 {f} lines 1-10 of 10 sha "), missed
+        assert missed.split("\n")[1:3] == ["1: line 1", "2: line 2"], missed
+        # Imported again, and followed: nothing more.
+        assert p.ctxview("import", str(p.database)).returncode == 0
+        assert _stored(p.store) == rows

@@ -7,10 +7,15 @@ outputs reach the model and the failure is recorded; `uninstall` restores the pr
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import sqlite3
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +25,7 @@ from fake_anthropic import FakeAnthropic
 from pi_helpers import PiProject, Rpc, needs_pi, pi_project, results, texts
 
 from ctxview.agents import failures
+from ctxview.agents.hook_client import ask, socket_path, stop
 
 A = "x = 1\ny = 2\nz = 3\nw = 4\n"
 GREP = 'grep -rn "y =" --include=*.py .'
@@ -158,3 +164,63 @@ def test_uninstall_restores_the_project_exactly(tmp_path: Path) -> None:
         (p.root / ".pi" / "extensions" / "ctxview.ts").write_text("export default () => {}\n")
         refused = p.ctxview("install", "pi")
         assert refused.returncode != 0 and "not ctxview's extension" in refused.stderr
+
+
+@contextmanager
+def _engine_held_down(p: PiProject) -> Iterator[None]:
+    """No engine for this store while inside: the running one stopped, and its lock held here,
+    so the one the extension starts leaves at once (daemon.main: one engine per store)."""
+    assert stop(p.store)
+    fd = os.open(str(socket_path(p.store)) + ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@needs_pi
+def test_a_call_the_extension_missed_is_stored_once_in_order(tmp_path: Path) -> None:
+    """The engine is down at the second call (the extension records it and pi's own output goes
+    to the model) and back for the third, whose step first takes in pi's file: the missed call
+    (the same read as the first) is stored once, in the hooked session, before the third call's
+    result and under the id before it; an import of pi's file afterwards adds nothing."""
+    with pi_project(tmp_path) as p:
+        (p.root / "a.py").write_text(A)
+        held = _engine_held_down(p)
+
+        def engine_down(body: dict[str, Any]) -> dict[str, Any]:
+            held.__enter__()
+            return {"tool": "read", "input": {"path": "a.py"}}
+
+        def engine_back(body: dict[str, Any]) -> dict[str, Any]:
+            held.__exit__(None, None, None)
+            ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
+            return {"tool": "read", "input": {"path": "a.py"}}
+
+        assert p.ctxview("install", "pi").returncode == 0
+        read_a = {"tool": "read", "input": {"path": "a.py"}}
+        with FakeAnthropic([read_a, engine_down, engine_back, {"text": "Done."}]) as api:
+            p.provider(api.url)
+            p.print("go")
+        got = results(api.main_requests[-1])
+        assert got["toolu_0001_read"].startswith("[#1000 a.py lines 1-4 of 4 sha ")
+        assert got["toolu_0002_read"] == A  # pi's own
+        assert re.fullmatch(r"\[#1002 a\.py lines 1-4 of 4 sha [0-9a-f]{8}\] Unchanged since "
+                            r"#1000, which already shows lines 1-4\.", got["toolu_0003_read"])  # fmt: skip
+        recorded = [(f["event"], f.get("tool_call_id")) for f in failures.read(p.store)
+                    if f["event"].startswith("pi.")]  # fmt: skip
+        assert recorded == [("pi.tool_result", "toolu_0002_read")], failures.read(p.store)
+        (pi_file,) = p.sessions()
+        pid = json.loads(pi_file.read_text().splitlines()[0])["id"]
+        sessions, shown = _stored(p)
+        assert sessions == [(f"pi-{pid}", "pi", 1)]
+        assert [ref for ref, _ in shown] == ["toolu_0001_read", "toolu_0002_read",
+                                             "toolu_0003_read"]  # fmt: skip
+        assert shown[0][1] == got["toolu_0001_read"] and shown[2][1] == got["toolu_0003_read"]
+        # The missed read in full, as the model got it (pi's own output), under its own id: its
+        # sha is the import's stand-in for the file's version, so it is no re-read of #1000.
+        assert re.fullmatch(r"\[#1001 a\.py lines 1-4 of 4 sha [0-9a-f]{8}\]\n1: x = 1\n"
+                            r"2: y = 2\n3: z = 3\n4: w = 4", shown[1][1])  # fmt: skip
+        assert p.ctxview("import", str(pi_file)).returncode == 0
+        assert _stored(p) == (sessions, shown)

@@ -78,7 +78,11 @@ class Trace:
             self.answered = self.total
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ts": time.time(), "event": self.event, "transport": self.transport,
+        # `at`: the wall clock at the request's first byte, to line a trace up with the client's
+        # own clock (bench/bench_opencode_plugin.py).
+        at = time.time() - (time.perf_counter() - self.start)
+        out: dict[str, Any] = {"ts": time.time(), "at": round(at, 6), "event": self.event,
+                               "transport": self.transport,
                                "phases": {k: round(v, 3) for k, v in self.phases.items()},
                                "answered": round(self.answered or 0.0, 3),
                                "total": round(self.total or 0.0, 3)}  # fmt: skip

@@ -58,11 +58,12 @@ function privateFolder() {
   }
 }
 
-function exchange(request, until) {
+function exchange(request, until, laps) {
   // The engine's command socket, as Claude Code's command hooks reach it: one request per
   // connection (the event, a newline, the JSON), our side shut once sent, the answer all the
   // engine writes before it closes. Bun's own sockets: its node:net loses the answer to a
-  // socket whose writing side was ended.
+  // socket whose writing side was ended. `laps` (the bench's, or null): the wall clock in ms
+  // when the socket opened and when the answer came.
   return new Promise((resolve, reject) => {
     const chunks = []
     let rest = Buffer.from(request, "utf8")
@@ -78,6 +79,7 @@ function exchange(request, until) {
     timer = setTimeout(() => finish(new Error(`no answer within ${BUDGET_MS} ms`)),
       Math.max(50, until - Date.now()))
     const pump = (socket) => {
+      if (laps && laps.open === undefined) laps.open = clock()
       // A long output is more than one write takes: the rest goes at each drain.
       while (rest !== null && rest.length) {
         const n = socket.write(rest)
@@ -94,7 +96,10 @@ function exchange(request, until) {
       socket: {
         open: pump,
         drain: pump,
-        data(_socket, chunk) { chunks.push(Buffer.from(chunk)) },
+        data(_socket, chunk) {
+          if (laps && laps.data === undefined) laps.data = clock()
+          chunks.push(Buffer.from(chunk))
+        },
         end(socket) { finish(); socket.end() },
         close() { finish() },
         error(_socket, err) { finish(err) },
@@ -112,7 +117,7 @@ function within(promise, until) {
 }
 
 let restarted = 0
-async function ask(event, body) {
+async function ask(event, body, laps = null) {
   if (process.env.CTXVIEW_HOOK_FAIL) throw new Error("failure forced by CTXVIEW_HOOK_FAIL")
   const until = Date.now() + BUDGET_MS
   const request = `${event}\n${JSON.stringify({ hook_event_name: event, ...body })}`
@@ -120,7 +125,7 @@ async function ask(event, body) {
   privateFolder()
   let text
   try {
-    text = await exchange(request, until)
+    text = await exchange(request, until, laps)
   } catch (err) {
     // No engine (it exits after a long idle time, or was stopped): start one and ask once more,
     // at most every 10 s (an engine that cannot start must not slow every call).
@@ -137,13 +142,16 @@ async function ask(event, body) {
 }
 
 // bench/bench_opencode_plugin.py: with CTXVIEW_PLUGIN_TIMES set to a file, each tool call's
-// milliseconds by the plugin's own clock go there (the engine's round trip, the whole hook).
+// milliseconds by the plugin's own clock go there (the engine's round trip, the whole hook), and
+// the wall clock when it asked, when the socket opened and when the answer came (`laps`), to line
+// up with the engine's trace.
 const TIMES = process.env.CTXVIEW_PLUGIN_TIMES
+const clock = () => performance.timeOrigin + performance.now()
 
-function times(input, began, asked, answered) {
+function times(input, began, asked, answered, laps) {
   try {
     const line = { tool: input.tool, call: input.callID, engine_ms: answered === null ? null : answered - asked,
-      hook_ms: performance.now() - began }
+      hook_ms: performance.now() - began, laps }
     appendFileSync(TIMES, JSON.stringify(line) + "\n")
   } catch {}
 }
@@ -241,16 +249,18 @@ export const CtxviewPlugin = async ({ directory }) => {
       if (was !== undefined) body.before = was
       let asked = began
       let answered = null // stays null when the engine did not answer
+      const laps = TIMES ? {} : null
       try {
         asked = performance.now()
-        const answer = await ask("opencode.tool", body)
+        if (laps) laps.asked = clock()
+        const answer = await ask("opencode.tool", body, laps)
         answered = performance.now()
         if (typeof answer?.output === "string") output.output = answer.output
       } catch (err) {
         record("opencode.tool", why(err),
           { session_id: input.sessionID, tool_name: input.tool, tool_use_id: input.callID })
       }
-      if (TIMES) times(input, began, asked, answered)
+      if (TIMES) times(input, began, asked, answered, laps)
     },
     "experimental.chat.messages.transform": async (_input, output) => {
       const messages = output?.messages

@@ -37,7 +37,7 @@ from ctxview.files.regular import read_regular
 from ctxview.importers.codex import _search_tool
 from ctxview.importers.formats import PI
 from ctxview.importers.pi import read_of
-from ctxview.importers.runner import import_file
+from ctxview.importers.runner import FileImporter
 from ctxview.rules.compaction import files_read_table
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ class PiEngine:
 
     def __init__(self, hook: HookEngine) -> None:
         assert hook.writer is not None and hook._read is not None and hook._ids is not None
+        self.hook = hook
         self.store = hook.store
         self.writer = hook.writer
         self.served: dict[str, Served] = {}
@@ -91,14 +92,22 @@ class PiEngine:
             raise BadEvent("a pi extension request without its session id")
         sid = f"pi-{pid}"
         trace.event, trace.tool = f"{PREFIX}{event}", str(payload.get("tool_name") or "")
+        try:
+            return await self._step(sid, event, payload, trace)
+        finally:
+            trace.done()  # in <store>.hook-trace.jsonl, as the other hooks' (the bench reads it)
+            if self.hook.on_trace is not None:
+                self.hook.on_trace(trace)
+
+    async def _step(self, sid: str, event: str, payload: dict[str, Any], trace: Trace
+                    ) -> dict[str, Any] | None:  # fmt: skip
         lock = self._locks.setdefault(sid, asyncio.Lock())
         async with lock, live.session_lock(self.store, sid, timeout=LOCK_WAIT):
             trace.lap("lock")
             try:
                 if event == "compact":
                     return await self._compacted(sid, payload)
-                served = await self._ready(sid, payload)
-                trace.lap("catch_up")
+                served = await self._ready(sid, payload, trace)
                 out = await self._event(served, event, payload)
                 trace.lap("rules")
             except BaseException:
@@ -120,13 +129,25 @@ class PiEngine:
         self._tables[sid] = table
         return {"table": table}
 
-    async def _ready(self, sid: str, payload: dict[str, Any]) -> Served:
+    async def _ready(self, sid: str, payload: dict[str, Any], trace: Trace | None = None
+                     ) -> Served:  # fmt: skip
         """The session up to date: what others stored, then pi's file up to now."""
-        await self.sessions.serve(sid, payload)
+        served = await self.sessions.serve(sid, payload)
+        if trace is not None:
+            trace.lap("catch_up")
         path = _session_file(payload)
         if path is not None and os.path.isfile(path):
-            await import_file(self.writer, path)
-        return await self.sessions.serve(sid, payload)
+            # One importer per file for as long as the session is served (as Claude Code's
+            # transcript): each step reads only what pi appended, where a new importer found the
+            # file's format and its session's state in the store again at every call.
+            importer = served.importers.get(Path(path))
+            if importer is None:
+                importer = served.importers[Path(path)] = FileImporter(self.writer, path)
+            await importer.step()
+        served = await self.sessions.serve(sid, payload)
+        if trace is not None:
+            trace.lap("transcript")
+        return served
 
     async def _event(self, served: Served, event: str, payload: dict[str, Any]
                      ) -> dict[str, Any] | None:  # fmt: skip
