@@ -5,7 +5,8 @@ Each POST to `/v1/responses` or `/v1/chat/completions` is recorded (its JSON bod
 with the script's next step: a function call the model "makes", or a final assistant message
 (SSE for Responses and for a streamed completion, one JSON object otherwise). A request that
 arrives after the script is spent gets a plain "done." message, so the agent always finishes.
-Nothing leaves 127.0.0.1.
+A step's `tokens` is the usage its answer reports (a full context makes Codex compact), and
+Codex's compaction request is answered with a `compaction` item without taking a step. Nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Call:
     name: str
     args: dict[str, Any]
     server: str | None = None
+    tokens: int | None = None  # the usage's input tokens its answer reports (100 without)
 
     def item(self, request: Request) -> dict[str, Any]:
         if self.server is None:
@@ -45,6 +47,7 @@ class Call:
 @dataclass
 class Say:
     text: str
+    tokens: int | None = None
 
 
 @dataclass
@@ -55,6 +58,7 @@ class Scripted:
     # Answers a request of its own without taking a step (an agent's background summary request,
     # whose time among the others is the agent's), or None: the script's next step.
     aside: Callable[[Request], Say | None] | None = None
+    compactions: int = 0  # compaction requests answered
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _step: int = 0
@@ -171,6 +175,9 @@ class Scripted:
         }  # fmt: skip
 
     def _answer(self, body: Request) -> list[dict[str, Any]]:
+        items = body.get("input")
+        if isinstance(items, list) and items and items[-1].get("type") == "compaction_trigger":
+            return self._compaction(body)
         n, step = self._next(body)
         rid = f"resp_{n}"
         if isinstance(step, Call):
@@ -183,18 +190,35 @@ class Scripted:
                 "type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
                 "content": [{"type": "output_text", "text": step.text, "annotations": []}],
             }  # fmt: skip
-        usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
-                 "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
-                 "total_tokens": 110}  # fmt: skip
-        return [
-            {"type": "response.created", "response": {"id": rid}},
-            {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed", "response": {"id": rid, "usage": usage}},
-        ]
+        return _events(rid, item, 100 if step.tokens is None else step.tokens)
+
+    def _compaction(self, body: Request) -> list[dict[str, Any]]:
+        """Codex 0.169's remote compaction (v2): a Responses request whose input ends with a
+        `compaction_trigger` item, answered with the one `compaction` item Codex then sends in
+        place of the history (its content opaque, as the API's is). No step is taken."""
+        with self._lock:
+            self.requests.append(body)
+            n = len(self.requests)
+            self.compactions += 1
+        item = {"type": "compaction", "id": f"cmp_{n}",
+                "encrypted_content": f"compacted-history-{self.compactions}"}  # fmt: skip
+        return _events(f"resp_{n}", item, 100)
 
     @property
     def spent(self) -> bool:
         return self._step >= len(self.steps)
+
+
+def _events(rid: str, item: dict[str, Any], tokens: int) -> list[dict[str, Any]]:
+    """One answer's SSE events; `tokens` the input tokens its usage reports."""
+    usage = {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": tokens + 10}  # fmt: skip
+    return [
+        {"type": "response.created", "response": {"id": rid}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"id": rid, "usage": usage}},
+    ]
 
 
 def _chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
