@@ -59,6 +59,10 @@ class Scripted:
     # whose time among the others is the agent's), or None: the script's next step.
     aside: Callable[[Request], Say | None] | None = None
     compactions: int = 0  # compaction requests answered
+    # Responses the API keeps (`store`): id -> the whole context a continuation carries on;
+    # and each request's whole input, what it continued put before what it sent.
+    contexts: dict[str, list[Any]] = field(default_factory=dict)
+    full_inputs: list[list[Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _step: int = 0
@@ -103,7 +107,17 @@ class Scripted:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
+                prev = body.get("previous_response_id")
+                if prev is not None and prev not in scripted.contexts:
+                    # As the API answers a chain it cannot follow.
+                    self._json(400, {"error": {"message": f"Previous response with id '{prev}' "
+                                               "not found.", "type": "invalid_request_error",
+                                               "param": "previous_response_id"}})  # fmt: skip
+                    return
                 events = scripted._answer(body)
+                if body.get("stream") is not True:
+                    self._json(200, events[-1]["response"])
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
@@ -113,6 +127,14 @@ class Scripted:
                     self.wfile.write(chunk.encode())
                 self.wfile.flush()
                 self.close_connection = True
+
+            def _json(self, status: int, value: dict[str, Any]) -> None:
+                raw = json.dumps(value).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
 
             def _chat(self, completion: dict[str, Any], stream: bool) -> None:
                 if not stream:
@@ -190,7 +212,22 @@ class Scripted:
                 "type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
                 "content": [{"type": "output_text", "text": step.text, "annotations": []}],
             }  # fmt: skip
-        return _events(rid, item, 100 if step.tokens is None else step.tokens)
+        events = _events(rid, item, 100 if step.tokens is None else step.tokens)
+        self._keep(body, rid, item)
+        return events
+
+    def _keep(self, body: Request, rid: str, item: dict[str, Any]) -> None:
+        """The API's own state (`store`, its default): a response's whole context, its input
+        after the one it continues (`previous_response_id`) and its output, for a later
+        request to continue."""
+        items = body.get("input")
+        mine = [{"type": "message", "role": "user", "content": items}] if isinstance(
+            items, str) else list(items or [])  # fmt: skip
+        full = [*self.contexts.get(body.get("previous_response_id") or "", []), *mine]
+        with self._lock:
+            self.full_inputs.append(full)
+            if body.get("store") is not False:
+                self.contexts[rid] = [*full, item]
 
     def _compaction(self, body: Request) -> list[dict[str, Any]]:
         """Codex 0.169's remote compaction (v2): a Responses request whose input ends with a
@@ -217,8 +254,10 @@ def _events(rid: str, item: dict[str, Any], tokens: int) -> list[dict[str, Any]]
     return [
         {"type": "response.created", "response": {"id": rid}},
         {"type": "response.output_item.done", "output_index": 0, "item": item},
-        {"type": "response.completed", "response": {"id": rid, "usage": usage}},
-    ]
+        {"type": "response.completed", "response": {
+            "id": rid, "object": "response", "status": "completed", "output": [item],
+            "usage": usage}},
+    ]  # fmt: skip
 
 
 def _chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
