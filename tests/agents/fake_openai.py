@@ -221,7 +221,7 @@ class Scripted:
         after the one it continues (`previous_response_id`) and its output, for a later
         request to continue."""
         items = body.get("input")
-        mine = [{"type": "message", "role": "user", "content": items}] if isinstance(
+        mine = [{"role": "user", "content": items}] if isinstance(
             items, str) else list(items or [])  # fmt: skip
         full = [*self.contexts.get(body.get("previous_response_id") or "", []), *mine]
         with self._lock:

@@ -21,7 +21,7 @@ import pytest
 from fake_openai import Call, Say, Scripted
 
 from ctxview.context import request_elide as re_
-from ctxview.context.request_cost import stub_ids
+from ctxview.context.request_cost import pieces, stub_ids
 from ctxview.proxy.rewrite import HELD_UPSTREAM
 
 pytest.importorskip("openai")
@@ -109,3 +109,17 @@ def test_a_chain_of_previous_response_ids_is_one_session_sent_as_it_came(
                            text=True, timeout=60)  # fmt: skip
     assert lines.returncode == 0, lines.stderr
     assert f"{CALLS + 1} proxied request(s)" in lines.stdout
+    # `ctxview stats` prices the context the upstream ran each request on, the chain's whole
+    # conversation rebuilt from its records (the scripted API's own, request for request):
+    # every request reads all of the one before it, never a partial input taken as the whole.
+    js = subprocess.run([str(CTXVIEW), "stats", "--json"], env=env, capture_output=True,
+                        text=True, timeout=120)  # fmt: skip
+    assert js.returncode == 0, js.stderr
+    [row] = [s for s in json.loads(js.stdout)["sessions"] if s["id"] == session]
+    chars = sum(sum(map(len, pieces({**b, "input": w})))
+                for b, w in zip(sent[: CALLS + 1], whole, strict=False))  # fmt: skip
+    for arm in ("replay_without_elision", "replay_with_elision"):
+        replay = row["proxied"][arm]
+        assert (replay["requests"], replay["cache_breaks"]) == (CALLS + 1, 0), arm
+        assert replay["sent_chars"] == chars, arm
+    assert not row["proxied"]["elided"]

@@ -69,7 +69,7 @@ def continues(protocol: str, body: Any) -> str | None:
 def held_upstream(protocol: str, body: Any) -> bool:
     """Whether the request's conversation is kept by the upstream, the request carrying only
     its new items (so what it carries is not the whole conversation)."""
-    return bool(stored_conversation(protocol, body) or continues(protocol, body))
+    return protocols.held_upstream(protocol, body)
 
 
 def _px(*parts: str) -> str:
