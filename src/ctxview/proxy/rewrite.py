@@ -29,10 +29,7 @@ class Rewritten:
 ELIDED = (protocols.ANTHROPIC, protocols.RESPONSES, protocols.CHAT)
 
 
-HELD_UPSTREAM = (
-    "The request continues a conversation the upstream keeps (previous_response_id "
-    "or conversation): it carries only its new items, so it is not elided."
-)
+HELD_UPSTREAM = "Not elided: the upstream keeps its conversation; only its new items are here."
 
 
 class Rewriter:
