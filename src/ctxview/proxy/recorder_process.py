@@ -85,9 +85,11 @@ class Storing:
             return self.responses
         prev = keying.continues(ex.protocol, parse(ex))
         if prev and prev not in self.responses:
-            if self._writer is None:
-                self._writer = await Writer.open(self.store)
-            found = await proxy_records.session_of_answer(self._writer, prev)
+            found = None
+            with contextlib.suppress(Exception):  # not found then: the record is kept anyway
+                if self._writer is None:
+                    self._writer = await Writer.open(self.store)
+                found = await proxy_records.session_of_answer(self._writer, prev)
             if found:
                 self.responses[prev] = found
         return self.responses
