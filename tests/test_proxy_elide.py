@@ -115,10 +115,11 @@ def test_a_crossed_conversation_stays_across_and_prompt_turns_are_elided_too() -
     assert msgs[-1]["content"][0]["type"] == "text" or True
     prompt = [*msgs, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "go"}]
     assert _stub_positions(e.apply(prompt).messages)
-    # Smaller than the threshold now (the client dropped something): still elided.
+    # Fewer messages under the same first one, smaller than the threshold now (the client
+    # rebuilt its conversation, a compaction): read afresh, sent whole.
     shrunk = [msgs[0], *[m for m in msgs[1:] if m["role"] == "assistant"], *msgs[-20:]]
     assert re_.messages_size(shrunk) < 60_000
-    assert e.apply(shrunk).crossed
+    assert not e.apply(shrunk).crossed
     # A new first message (a compaction) is a conversation of its own.
     assert not e.apply([{"role": "user", "content": "summary"}, *msgs[-6:]]).crossed
 

@@ -38,6 +38,21 @@ def test_each_reason() -> None:
     assert rd.diff(_body(marked), _body(M)).reason == "kept"
 
 
+def test_claude_codes_billing_header_is_not_the_system_prompt() -> None:
+    """Claude Code's first system block is a billing header whose suffix it hashes from the
+    conversation: after a compaction it differs, and the change is the compaction."""
+
+    def system(suffix: str, prompt: str = "You are Claude Code.") -> list[dict[str, str]]:
+        return [{"type": "text", "text": f"x-anthropic-billing-header: cc_version=2.1.328.{suffix};"
+                 " cc_entrypoint=sdk-cli;"}, {"type": "text", "text": prompt}]  # fmt: skip
+
+    summary = [{"role": "user", "content": "This session is being continued: summary"}]
+    c = rd.diff(_body(M, system("ccf")), _body(summary, system("281")))
+    assert (c.reason, c.first_diff) == ("compaction", 0) and c.broke
+    assert rd.diff(_body(M, system("ccf")), _body(M, system("281"))).reason == "kept"
+    assert rd.diff(_body(M, system("ccf")), _body(M, system("ccf", "Other."))).reason == "system"
+
+
 def test_an_elision_stride_is_named() -> None:
     cfg = Config({"elide.threshold_chars": 1000, "elide.min_chars": 100})
     msgs: list[Any] = [{"role": "user", "content": "go"}]

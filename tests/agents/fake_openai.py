@@ -5,14 +5,15 @@ Each POST to `/v1/responses` or `/v1/chat/completions` is recorded (its JSON bod
 with the script's next step: a function call the model "makes", or a final assistant message
 (SSE for Responses and for a streamed completion, one JSON object otherwise). A request that
 arrives after the script is spent gets a plain "done." message, so the agent always finishes.
-Nothing leaves 127.0.0.1.
+A step's `tokens` is the usage its answer reports (a full context makes Codex compact), and
+Codex's compaction request is answered with a `compaction` item without taking a step. Nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -33,6 +34,7 @@ class Call:
     name: str
     args: dict[str, Any]
     server: str | None = None
+    tokens: int | None = None  # the usage's input tokens its answer reports (100 without)
 
     def item(self, request: Request) -> dict[str, Any]:
         if self.server is None:
@@ -49,6 +51,7 @@ class Call:
 @dataclass
 class Say:
     text: str
+    tokens: int | None = None
 
 
 @dataclass
@@ -57,6 +60,11 @@ class Scripted(ScriptedServer[Call | Say]):
     # Answers a request of its own without taking a step (an agent's background summary request,
     # whose time among the others is the agent's), or None: the script's next step.
     aside: Callable[[Request], Say | None] | None = None
+    compactions: int = 0  # compaction requests answered
+    # Responses the API keeps (`store`): id -> the whole context a continuation carries on;
+    # and each request's whole input, what it continued put before what it sent.
+    contexts: dict[str, list[Any]] = field(default_factory=dict)
+    full_inputs: list[list[Any]] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
@@ -84,7 +92,17 @@ class Scripted(ScriptedServer[Call | Say]):
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
+                prev = body.get("previous_response_id")
+                if prev is not None and prev not in scripted.contexts:
+                    # As the API answers a chain it cannot follow.
+                    self.send_json({"error": {"message": f"Previous response with id '{prev}' "
+                                               "not found.", "type": "invalid_request_error",
+                                               "param": "previous_response_id"}}, 400)  # fmt: skip
+                    return
                 events = scripted._answer(body)
+                if body.get("stream") is not True:
+                    self.send_json(events[-1]["response"])
+                    return
                 self.start_stream()
                 for ev in events:
                     chunk = f"event: {ev['type']}\ndata: {json.dumps(ev)}\n\n"
@@ -131,6 +149,9 @@ class Scripted(ScriptedServer[Call | Say]):
         }  # fmt: skip
 
     def _answer(self, body: Request) -> list[dict[str, Any]]:
+        items = body.get("input")
+        if isinstance(items, list) and items and items[-1].get("type") == "compaction_trigger":
+            return self._compaction(body)
         n, step = self._next(body)
         rid = f"resp_{n}"
         if isinstance(step, Call):
@@ -143,14 +164,48 @@ class Scripted(ScriptedServer[Call | Say]):
                 "type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
                 "content": [{"type": "output_text", "text": step.text, "annotations": []}],
             }  # fmt: skip
-        usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
-                 "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
-                 "total_tokens": 110}  # fmt: skip
-        return [
-            {"type": "response.created", "response": {"id": rid}},
-            {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed", "response": {"id": rid, "usage": usage}},
-        ]
+        events = _events(rid, item, 100 if step.tokens is None else step.tokens)
+        self._keep(body, rid, item)
+        return events
+
+    def _keep(self, body: Request, rid: str, item: dict[str, Any]) -> None:
+        """The API's own state (`store`, its default): a response's whole context, its input
+        after the one it continues (`previous_response_id`) and its output, for a later
+        request to continue."""
+        items = body.get("input")
+        mine = [{"role": "user", "content": items}] if isinstance(
+            items, str) else list(items or [])  # fmt: skip
+        full = [*self.contexts.get(body.get("previous_response_id") or "", []), *mine]
+        with self._lock:
+            self.full_inputs.append(full)
+            if body.get("store") is not False:
+                self.contexts[rid] = [*full, item]
+
+    def _compaction(self, body: Request) -> list[dict[str, Any]]:
+        """Codex 0.169's remote compaction (v2): a Responses request whose input ends with a
+        `compaction_trigger` item, answered with the one `compaction` item Codex then sends in
+        place of the history (its content opaque, as the API's is). No step is taken."""
+        with self._lock:
+            self.requests.append(body)
+            n = len(self.requests)
+            self.compactions += 1
+        item = {"type": "compaction", "id": f"cmp_{n}",
+                "encrypted_content": f"compacted-history-{self.compactions}"}  # fmt: skip
+        return _events(f"resp_{n}", item, 100)
+
+
+def _events(rid: str, item: dict[str, Any], tokens: int) -> list[dict[str, Any]]:
+    """One answer's SSE events; `tokens` the input tokens its usage reports."""
+    usage = {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": tokens + 10}  # fmt: skip
+    return [
+        {"type": "response.created", "response": {"id": rid}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {
+            "id": rid, "object": "response", "status": "completed", "output": [item],
+            "usage": usage}},
+    ]  # fmt: skip
 
 
 def _chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:

@@ -23,6 +23,13 @@ def model_of(row: Any, body: Any) -> str | None:
     return str(m) if m else None
 
 
+def _answer(row: Any) -> Any:
+    try:
+        return json.loads(row.answer) if row.answer else None
+    except ValueError:
+        return None
+
+
 async def load(reader: Reader, sid: str) -> tuple[list[Any], list[Sent], dict[int, str]]:
     """(the proxy rows, the requests the model answers as `Sent`, the stubs' stored texts)."""
     from ctxview.proxy import protocols
@@ -36,6 +43,7 @@ async def load(reader: Reader, sid: str) -> tuple[list[Any], list[Sent], dict[in
             continue
         body = rebuild(row, recorded.get(row.request_id))
         usage = json.loads(row.usage) if row.usage else None
-        sent.append(Sent(body, row.started, model_of(row, body), row.protocol, usage))
+        sent.append(Sent(body, row.started, model_of(row, body), row.protocol, usage,
+                         _answer(row)))  # fmt: skip
     texts = await reader.proxy_texts(sid, stub_ids([s.body for s in sent]))
     return rows, sent, texts

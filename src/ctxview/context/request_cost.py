@@ -8,7 +8,9 @@ cache the pieces it shares with the request before it (none once the cache's lif
 `request_diff.lifetime`), writes the rest, tokens estimated as characters / 4; the output is
 the recorded one in both replays. The replay without elision puts every stub's text back
 (`request_elide.unelide`, the texts the proxy stored); the replay with it runs the proxy's own
-`Elider` over those, so `ctxview stats` and `ctxview proxy --elide` agree byte for byte."""
+`Elider` over those, so `ctxview stats` and `ctxview proxy --elide` agree byte for byte. A
+Responses request that continues a stored response carries only its new items: a replay prices
+the whole context the upstream ran it on (`whole`), rebuilt from the chain's own records."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any
 
 from ctxview.context.request_diff import CONVERSATION_KEYS, conversation, lifetime, system_of
 from ctxview.context.request_elide import Elider, stub_ids_in, unelide
+from ctxview.context.request_wire import RESPONSES, held_upstream
 from ctxview.rules.as_sent import (
     Price,
     PriceTable,
@@ -58,6 +61,7 @@ class Sent:
     model: str | None
     protocol: str
     usage: Any  # the answer's usage as the API gave it
+    answer: Any = None  # the reassembled answer (a Responses one's id and output: `whole`)
 
 
 def _piece(value: Any) -> str:
@@ -153,13 +157,44 @@ def unelided(bodies: list[Any], texts: dict[int, str]) -> list[Any]:
     return [_with_messages(b, unelide(conversation(b), texts)) if texts else b for b in bodies]
 
 
-def elided(bodies: list[Any], config: Config) -> list[Any]:
+def whole(bodies: list[Any], sent: list[Sent]) -> list[Any]:
+    """Each Responses request that continues a stored response (`previous_response_id`) as the
+    context the upstream ran it on: the whole context of the response it continues, that
+    response's output, then the request's own input. The proxy saw every link of a chain it
+    recorded from its start; a request continuing one it did not see stays as it is. A string
+    `input` counts as the one user message it stands for."""
+    contexts: dict[str, list[Any]] = {}  # response id -> its whole context and output
+    out = []
+    for b, s in zip(bodies, sent, strict=True):
+        if s.protocol != RESPONSES or not isinstance(b, dict):
+            out.append(b)
+            continue
+        items = b.get("input")
+        mine = ([{"role": "user", "content": items}] if isinstance(items, str)
+                else list(items) if isinstance(items, list) else [])  # fmt: skip
+        prev = b.get("previous_response_id")
+        full = [*contexts[prev], *mine] if isinstance(prev, str) and prev in contexts else None
+        a = s.answer if isinstance(s.answer, dict) else {}
+        output = a.get("output")
+        if isinstance(a.get("id"), str):
+            contexts[a["id"]] = [*(mine if full is None else full),
+                                 *(output if isinstance(output, list) else [])]  # fmt: skip
+        if full is None and isinstance(items, str):
+            full = mine  # the short form (a string input) is the one message it stands for
+        out.append(b if full is None else {**b, "input": full})
+    return out
+
+
+def elided(bodies: list[Any], config: Config, protocols: list[str] | None = None) -> list[Any]:
     """The bodies as `--elide` forwards them: the proxy's `Elider` over the session in order
-    (any protocol: the conversation is the body's `messages` or `input`)."""
+    (any protocol: the conversation is the body's `messages` or `input`); a request whose
+    conversation the upstream keeps goes as it came, as the proxy sends it."""
     e = Elider(config)
     out = []
-    for b in bodies:
-        if _conversation_key(b) is not None:
+    for i, b in enumerate(bodies):
+        if protocols is not None and held_upstream(protocols[i], b):
+            out.append(b)
+        elif _conversation_key(b) is not None:
             out.append(_with_messages(b, e.apply(conversation(b), b.get("tools")).messages))
         else:
             out.append(b)
@@ -208,12 +243,13 @@ def session_cost(sent: list[Sent], texts: dict[int, str], table: PriceTable,
     bodies = [s.body for s in sent]
     ids = stub_ids(bodies)
     plain = unelided(bodies, texts)
-    with_e = elided(plain, config)
+    with_e = elided(plain, config, [s.protocol for s in sent])
     per = [billed(s, table) for s in sent]
     return SessionCost(
         requests=len(sent), billed=per, total=sum(c for c in per if c is not None),
         unpriced=sum(c is None for c in per), was_elided=bool(ids),
-        with_elision=replay(with_e, sent, table), without_elision=replay(plain, sent, table),
+        with_elision=replay(whole(with_e, sent), sent, table),
+        without_elision=replay(whole(plain, sent), sent, table),
         prices_date=table.date, stubs=len(ids), missing_texts=sum(i not in texts for i in ids),
         elided_bodies=with_e,
     )  # fmt: skip

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxview.context.request_elide import message_is_elided
+from ctxview.context.requests import BILLING_PREFIX
 
 TTL_SECONDS = 300.0
 TTL_1H_SECONDS = 3600.0
@@ -51,6 +52,17 @@ def _strip(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
+
+
+def _prompt(system: Any) -> Any:
+    """The system prompt as compared: no cache marks, and without Claude Code's billing-header
+    block (`x-anthropic-billing-header: cc_version=…`), whose suffix is a hash Claude Code makes
+    of the conversation: it changes when the conversation is replaced (a compaction), which is
+    not the system prompt changing."""
+    if isinstance(system, list):
+        system = [b for b in system if not (isinstance(b, dict) and isinstance(b.get("text"), str)
+                                            and b["text"].startswith(BILLING_PREFIX))]  # fmt: skip
+    return _strip(system)
 
 
 def lifetime(body: Any) -> float:
@@ -114,7 +126,7 @@ def diff(prev: Any, body: Any, prev_ts: float | None = None, ts: float | None = 
     def change(reason: str, detail: str, block: int | None = None) -> Change:
         return Change(reason, detail, first, kept, added, removed, gap, block)
 
-    if _strip(system_of(prev)) != _strip(system_of(body)):
+    if _prompt(system_of(prev)) != _prompt(system_of(body)):
         return change("system", "The system prompt changed: nothing of the previous request "
                       "could be read from the cache.")  # fmt: skip
     if _strip(prev.get("tools") if isinstance(prev, dict) else None) != _strip(

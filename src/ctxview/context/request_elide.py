@@ -10,7 +10,8 @@ the conversation and keeps at least `elide.keep`, so the cached prefix breaks on
 The stub is a function of the result's text (its id is `elide.content_id` of it), so a result
 elided once leaves with the same bytes on every later request. It applies to every request of a
 conversation that crossed, the person's prompt turns included; a conversation is known by its
-first entry, so a compaction (a new first entry) or a side request starts afresh.
+first entry, so a compaction (a new first entry, or fewer entries than the request before) or a
+side request starts afresh.
 
 The rule's units are the seed's, Anthropic's: the conversation is `messages`, a tool result is a
 `tool_result` block inside a user message. The OpenAI protocols map onto them one to one:
@@ -249,30 +250,48 @@ def elide_messages(messages: list[Any], boundary: int, recall: str | None,
     return out, texts
 
 
+@dataclass
+class _Conversation:
+    recall: str | None  # how ctxview's recall tool was offered when it first crossed
+    entries: int  # how many entries its latest request had
+    crossed: bool = True
+
+
 class Elider:
-    """Elision over the requests of one session, in order. Its state is which conversations
-    (known by the digest of their first entry) crossed the threshold, and how ctxview's recall
-    tool was offered when each crossed (fixed then, so the stubs never change)."""
+    """Elision over the requests of one session, in order. Its state is, per conversation
+    (known by the digest of its first entry), whether it crossed the threshold, how many entries
+    its latest request had, and how ctxview's recall tool was offered when it first crossed
+    (fixed then, so the stubs never change). A conversation's messages only grow between
+    compactions, so one that crossed stays across while its requests do not shrink; a request
+    with fewer entries than the one before it is the conversation rebuilt (a compaction that
+    keeps the first entry, as Codex's does: its developer messages stay first), and the
+    threshold reads it afresh, as the engine's compaction does (`context/state.py`)."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self.threshold = int(config["elide.threshold_chars"])
         self.keep = int(config["elide.keep"])
         self.stride = int(config["elide.stride"])
-        self.crossed: dict[str, str | None] = {}  # conversation -> the recall tool's name
+        self.conversations: dict[str, _Conversation] = {}
 
     def apply(self, messages: list[Any], tools: Any = None) -> Elided:
         if not messages:
             return Elided(messages, False, 0)
-        root = digest(messages[0])
+        conv = self.conversations.get(digest(messages[0]))
         size = 0
-        if root not in self.crossed:
+        if conv is None or not conv.crossed or len(messages) < conv.entries:
             size = messages_size(messages)
             if not rules.crossed(size, self.threshold):
+                if conv is not None:
+                    conv.crossed, conv.entries = False, len(messages)
                 return Elided(messages, False, 0, size=size)
-            self.crossed[root] = recall_tool(tools)
+            if conv is None:
+                conv = self.conversations[digest(messages[0])] = _Conversation(
+                    recall_tool(tools), len(messages))  # fmt: skip
+            conv.crossed = True
+        conv.entries = len(messages)
         b = rules.boundary(len(messages), self.keep, self.stride)
-        out, texts = elide_messages(messages, b, self.crossed[root], self.config)
+        out, texts = elide_messages(messages, b, conv.recall, self.config)
         return Elided(out, True, b, texts, size)
 
 

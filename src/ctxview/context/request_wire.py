@@ -53,6 +53,14 @@ class Parts:
     has_messages: bool
 
 
+def held_upstream(protocol: str, body: Any) -> bool:
+    """Whether a request's conversation is kept by the upstream and the request carries only its
+    new items: a Responses request continuing a stored response (`previous_response_id`) or a
+    stored conversation (`conversation`)."""
+    return (protocol == RESPONSES and isinstance(body, dict)
+            and bool(body.get("previous_response_id") or body.get("conversation")))  # fmt: skip
+
+
 def split(protocol: str, body: Any) -> Parts | None:
     """The parts of a JSON body of `protocol`, or None when it is not an object of that shape
     (then it is recorded as unparsed). A part of an unexpected type stays in `params`."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ctxview.proxy import protocols
@@ -49,15 +50,55 @@ def codex_session(headers: dict[str, str]) -> str | None:
     return _header(headers, "session-id") or _header(headers, "session_id")
 
 
-def session_key(protocol: str, headers: dict[str, str], body: Any) -> str:
-    """`headers` with lower-case names."""
+def stored_conversation(protocol: str, body: Any) -> str | None:
+    """The id of the conversation a Responses request continues upstream (`conversation`, a
+    string or `{"id": …}`), or None."""
+    if protocol != protocols.RESPONSES or not isinstance(body, dict):
+        return None
+    conv = body.get("conversation")
+    return _valid(conv.get("id") if isinstance(conv, dict) else conv)
+
+
+def continues(protocol: str, body: Any) -> str | None:
+    """The response a Responses request continues (`previous_response_id`), or None."""
+    if protocol != protocols.RESPONSES or not isinstance(body, dict):
+        return None
+    return _valid(body.get("previous_response_id"))
+
+
+def held_upstream(protocol: str, body: Any) -> bool:
+    """Whether the request's conversation is kept by the upstream, the request carrying only
+    its new items (so what it carries is not the whole conversation)."""
+    return protocols.held_upstream(protocol, body)
+
+
+def _px(*parts: str) -> str:
+    return "px-" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def session_key(protocol: str, headers: dict[str, str], body: Any,
+                chains: Mapping[str, str] | None = None) -> str:  # fmt: skip
+    """`headers` with lower-case names; `chains` the sessions of the responses seen so far."""
     sid = claude_code_session(headers, body)
     if sid:
         return f"cc-{sid}"
     sid = codex_session(headers)
     if sid:
         return f"cx-{sid}"
+    conv = stored_conversation(protocol, body)
+    if conv:
+        return _px("conversation", conv)
+    prev = continues(protocol, body)
+    if prev:
+        return (chains or {}).get(prev) or _px("response", prev)
     return "px-" + conversation_hash(protocol, body)
+
+
+def answer_id(protocol: str, answer: Any) -> str | None:
+    """The id a Responses answer gives itself (what a later `previous_response_id` names)."""
+    if protocol != protocols.RESPONSES or not isinstance(answer, dict):
+        return None
+    return _valid(answer.get("id"))
 
 
 def conversation_hash(protocol: str, body: Any) -> str:
@@ -65,7 +106,7 @@ def conversation_hash(protocol: str, body: Any) -> str:
     if parts is None:
         return "unparsed"
     opening: list[Any] = [protocol, parts.system]
-    for m in parts.messages:
+    for m in _entries(protocol, body, parts):
         role = m.get("role")
         if role in ("system", "developer") and protocol == protocols.CHAT:
             opening.append(m)
@@ -90,11 +131,18 @@ def sha256_update(h: Any, text: str) -> None:
         h.update(text[i : i + SLICE].encode("utf-8", "surrogatepass"))
 
 
+def _entries(protocol: str, body: Any, parts: protocols.Parts) -> list[dict[str, Any]]:
+    """The conversation's entries; a Responses `input` given as a string (the SDK's short
+    form, a user message) as that message, in the form a client resends it."""
+    text = body.get("input") if protocol == protocols.RESPONSES else None
+    return [{"role": "user", "content": text}] if isinstance(text, str) else parts.messages
+
+
 def title(protocol: str, body: Any) -> str:
     """A proxied session's title: the first line of its first user text that is not a
     reminder the client added (`<system-reminder>` and the like)."""
     parts = protocols.split(protocol, body)
-    for m in parts.messages if parts else []:
+    for m in _entries(protocol, body, parts) if parts else []:
         if m.get("role") != "user":
             continue
         c = m.get("content")

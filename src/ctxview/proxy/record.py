@@ -17,7 +17,7 @@ import copy
 import hashlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -120,10 +120,12 @@ def find_marks(value: Any, path: list[Any], out: list[dict[str, Any]]) -> None:
             find_marks(v, [*path, i], out)
 
 
-def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:
+def build(ex: Exchange, thread_of: Any, seq: int = 0,
+          chains: Mapping[str, str] | None = None) -> Recorded:  # fmt: skip
     """The rows for `ex` as request `seq` of its session (the recorder renumbers them once it
     knows the session). `thread_of(session) -> Thread` gives the session's thread (the
-    recorder's memory of it); the thread is not changed here.
+    recorder's memory of it); the thread is not changed here. `chains`: the session of each
+    Responses answer seen so far, by its id (`keying.session_key`).
 
     With `ex.reread`, the body's bytes are taken out of `ex` (its `body` is b"" after) and let
     go of once parsed: a 10 MB body held as bytes, parsed, and as each message's stored text at
@@ -138,7 +140,7 @@ def build(ex: Exchange, thread_of: Any, seq: int = 0) -> Recorded:
         reread = lambda: ex.body  # noqa: E731
     lower = {k.lower(): v for k, v in ex.request_headers}
     session = (
-        keying.session_key(ex.protocol, lower, body)
+        keying.session_key(ex.protocol, lower, body, chains)
         if body is not None
         else _fallback_session(lower)
     )

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from ctxview.agents import failures
 from ctxview.importers import api_requests as api
-from ctxview.proxy import spool
-from ctxview.proxy.record import Exchange, Recorded, Thread, build
+from ctxview.proxy import keying, protocols, spool
+from ctxview.proxy.record import Exchange, Recorded, Thread, build, parse
 from ctxview.store import proxy_records
 from ctxview.store.writer import Writer
 
@@ -47,6 +47,9 @@ class Storing:
         self.threads: dict[str, Thread] = {}
         self._writer: Writer | None = None
         self._last_seq: dict[str, int] = {}
+        # Responses answers by their id -> their session: a request continuing one (its
+        # `previous_response_id`) joins that session.
+        self.responses: dict[str, str] = {}
 
     def _thread(self, session: str) -> Thread:
         return self.threads.setdefault(session, Thread())
@@ -74,8 +77,25 @@ class Storing:
         finally:
             spool.discard(folder, name)
 
+    async def _chains(self, ex: Exchange) -> dict[str, str]:
+        """The answers' sessions, with the one this request continues looked up in the store
+        when this process has not seen it (a recorder started again, a proxy of an earlier
+        run)."""
+        if ex.protocol != protocols.RESPONSES or b'"previous_response_id"' not in ex.body:
+            return self.responses
+        prev = keying.continues(ex.protocol, parse(ex))
+        if prev and prev not in self.responses:
+            found = None
+            with contextlib.suppress(Exception):  # not found then: the record is kept anyway
+                if self._writer is None:
+                    self._writer = await Writer.open(self.store)
+                found = await proxy_records.session_of_answer(self._writer, prev)
+            if found:
+                self.responses[prev] = found
+        return self.responses
+
     async def record(self, ex: Exchange, *, live: bool) -> None:
-        rec: Recorded = build(ex, self._thread)
+        rec: Recorded = build(ex, self._thread, chains=await self._chains(ex))
         seq = self._seq(rec.session, ex.started)
         rec.row.seq = seq
         if rec.row.api_n is not None:
@@ -95,6 +115,9 @@ class Storing:
             raise
         if live:  # live in the viewer while its proxy runs, as a hooked session while hooked
             self._writer.keep_live(rec.session)
+        answered = keying.answer_id(ex.protocol, ex.answer.body if ex.answer else None)
+        if answered:
+            self.responses[answered] = rec.session
         if rec.rows is not None:
             thread.prev_id = rec.row.request_id
             thread.prev_hashes = rec.hashes

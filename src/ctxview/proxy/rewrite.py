@@ -29,6 +29,9 @@ class Rewritten:
 ELIDED = (protocols.ANTHROPIC, protocols.RESPONSES, protocols.CHAT)
 
 
+HELD_UPSTREAM = "Not elided: the upstream keeps its conversation; only its new items are here."
+
+
 class Rewriter:
     def __init__(self, *, elide: bool = False, cache: str | None = None,
                  config: Config | None = None) -> None:  # fmt: skip
@@ -57,6 +60,10 @@ class Rewriter:
         parts = protocols.split(protocol, body)
         if parts is None or not parts.has_messages:
             return Rewritten(raw)
+        if keying.held_upstream(protocol, body):
+            # Only the new items are here, the conversation is the upstream's: its size is not
+            # this input's, and the oldest items here are the live window's newest.
+            return Rewritten(raw, note=HELD_UPSTREAM)
         session = keying.session_key(protocol, lower, body)
         out = Rewritten(raw, session=session)
         new: Any = body

@@ -131,6 +131,23 @@ def sessions(conn: sqlite3.Connection) -> list[tuple[str, int, float]]:
         "ORDER BY max(started) DESC")]  # fmt: skip
 
 
+async def session_of_answer(writer: InTurn, answer_id: str) -> str | None:
+    """The session of the recorded request a Responses answer with this id answered (what a
+    later request's `previous_response_id` continues), or None."""
+    return await writer.in_turn(_session_of_answer, answer_id)  # type: ignore[no-any-return]
+
+
+def _session_of_answer(conn: sqlite3.Connection, answer_id: str) -> str | None:
+    if not _table(conn):
+        return None
+    row = conn.execute(
+        "SELECT session FROM proxy_records WHERE protocol = 'openai-responses' AND "
+        "(CASE WHEN json_valid(answer) THEN json_extract(answer, '$.id') END) = ? "
+        "ORDER BY started DESC LIMIT 1", (answer_id,),
+    ).fetchone()  # fmt: skip
+    return str(row[0]) if row else None
+
+
 async def write_texts(writer: InTurn, session: str, texts: dict[int, str]) -> None:
     """The texts `--elide` sent as stubs, each under its content id as a result body of the
     session (so `recall` finds it), indexed for search; one already stored is left as it is.
