@@ -26,25 +26,37 @@ from typing import Any
 
 from ctxview.agents import hook_client
 from ctxview.agents.claude_code.install import Plan, ctxview_python, store_of
-from ctxview.agents.gemini.engine import SHOW_TOOL
+from ctxview.agents.gemini.compression import ACK_JSON
+from ctxview.agents.gemini.engine import AGENT_TOOL, SHOW_TOOL, TASK_DONE_TOOL
 
 SIDECAR = "ctxview-install.json"
 SERVER = "ctxview"
 HOOK_NAME = "ctxview"
-EVENTS = ("AfterTool", "PreCompress", "BeforeModel")
+EVENTS = ("AfterTool", "BeforeTool", "PreCompress", "BeforeModel")
 TIMEOUT_MS = 5000  # above the hook client's own 2 s budget
-# AfterTool: every tool but the tail call itself (a regular expression); PreCompress: /compress
-# only (an exact trigger), not the "auto" one fired before every turn.
-MATCHERS = {"AfterTool": f"^(?!{SHOW_TOOL}$)", "PreCompress": "manual"}
+# AfterTool: every tool but the tail call itself and a sub-agent's `complete_task` (regular
+# expressions); BeforeTool: a sub-agent starting; PreCompress: /compress only (an exact
+# trigger), not the "auto" one fired before every turn. BeforeModel takes no matcher in 0.61.
+MATCHERS = {"AfterTool": f"^(?!({SHOW_TOOL}|{TASK_DONE_TOOL})$)",
+            "BeforeTool": f"^{AGENT_TOOL}$", "PreCompress": "manual"}  # fmt: skip
 
 
 def settings_path(scope: str, cwd: Path, home: Path) -> Path:
     return (home if scope == "user" else cwd) / ".gemini" / "settings.json"
 
 
-def hook_command(store: Path) -> str:
-    return shlex.join([ctxview_python(), "-S", str(Path(hook_client.__file__).absolute()),
-                       "gemini", "--store", str(store)])  # fmt: skip
+def hook_command(store: Path, python: str | None = None) -> str:
+    return shlex.join([python or ctxview_python(), "-S",
+                       str(Path(hook_client.__file__).absolute()), "gemini", "--store",
+                       str(store)])  # fmt: skip
+
+
+def before_model_command(store: Path, python: str | None = None) -> str:
+    """BeforeModel runs before every model call and 0.61 gives it no matcher, so bash (which
+    Gemini runs every command hook in) hands the request to the hook client only when it holds
+    Gemini's answer to a summary (`compression.py`): no Python starts for the others."""
+    return (f"d=$(cat); case $d in *{shlex.quote(ACK_JSON)}*) "
+            f'exec {hook_command(store, python)} <<<"$d";; esac')  # fmt: skip
 
 
 def show_server() -> dict[str, Any]:
@@ -54,7 +66,9 @@ def show_server() -> dict[str, Any]:
 
 def _entry(event: str, store: Path) -> dict[str, Any]:
     group: dict[str, Any] = {"hooks": [{"type": "command", "name": HOOK_NAME,
-                                        "command": hook_command(store),
+                                        "command": before_model_command(store)
+                                        if event == "BeforeModel"
+                                        else hook_command(store),
                                         "timeout": TIMEOUT_MS}]}  # fmt: skip
     if event in MATCHERS:
         group = {"matcher": MATCHERS[event], **group}
