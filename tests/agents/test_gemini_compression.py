@@ -56,5 +56,9 @@ def test_the_hook_command_runs_the_client_only_for_a_summary(tmp_path: Path) -> 
     request = {"messages": [{"role": r, "content": t} for r, t in held]}
     out = _hook(tmp_path, request)
     ran, _, given = out.partition("\n")
-    assert ran.startswith("ran -S ") and ran.endswith(f"gemini --store {tmp_path}/store.db")
+    assert (
+        ran.startswith("ran -I -S -c ")
+        and "import hook_client" in ran
+        and ran.endswith(f"gemini --store {tmp_path}/store.db")
+    )
     assert json.loads(given)["llm_request"] == request  # the hook input, as Gemini gave it
