@@ -16,7 +16,7 @@ import pytest
 
 from ctxview.agents.hook_client import stop
 from tests.agents.fake_gemini import Call, Say, Scripted, function_responses, response_text
-from tests.agents.gemini_helpers import CLI, ctxview, env, run_gemini
+from tests.agents.gemini_helpers import CLI, chat_files, ctxview, env, run_gemini
 
 pytestmark = pytest.mark.skipif(not CLI.exists(), reason="npm ci --prefix tests/agents/gemini")
 REPORT = {"report": {"SummaryOfFindings": "two lines", "ExplorationTrace": ["read notes.txt"],
@@ -79,3 +79,18 @@ def test_a_sub_agents_calls_keep_gemini_output_and_the_parent_keeps_the_rules(
         results = db.execute("SELECT count(*) FROM events WHERE kind = 'result'").fetchone()[0]
     assert len(sessions) == 1 and sessions[0].startswith("gm-"), sessions
     assert results == 3, (results, tools, json.dumps(answers)[:500])
+    # Gemini's own record of the sub-agent: a chat file of its own, in a folder named after the
+    # parent's session. Imported with the rest, it is the parent's sub-agent; the parent's
+    # calls the hooks stored are not stored again.
+    home = Path(environ["HOME"])
+    [parent_file] = chat_files(home)
+    [sub_file] = (parent_file.parent / sessions[0].removeprefix("gm-")).glob("*.jsonl")
+    imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))
+    assert imported.returncode == 0, imported.stderr
+    with sqlite3.connect(store) as db:
+        rows = db.execute("SELECT id, parent_session FROM sessions ORDER BY parent_session IS NOT "
+                          "NULL").fetchall()  # fmt: skip
+        counts = dict(db.execute("SELECT session, count(*) FROM events WHERE kind = 'result' "
+                                 "GROUP BY session").fetchall())  # fmt: skip
+    assert rows == [(sessions[0], None), (f"gm-{sub_file.stem}", sessions[0])], rows
+    assert counts == {sessions[0]: 3, f"gm-{sub_file.stem}": 3}, counts  # 2 reads, complete_task
