@@ -93,7 +93,8 @@ def test_a_typed_compress_records_a_manual_boundary_and_gives_the_table(tmp_path
     finally:
         stop(store)
     said = _texts(after[0])
-    head, _, table = said.partition(f"{SUMMARY}\n\n")
+    _, found, table = said.partition(f"{SUMMARY}\n\n")  # the table right after the summary
+    assert found, said[-1500:]
     assert table.startswith("## Files read before this summary\n"), said[-1500:]
     assert re.search(r"\| \S*notes\.txt \| 1-2 of 2 \| [0-9a-f]{8} \| #1000 \|", table), table
     with sqlite3.connect(store) as db:
