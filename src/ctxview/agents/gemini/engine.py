@@ -23,6 +23,10 @@ takes in what another writer stored (an import of the chat file, with a call no 
 `Session.catch_up`), so ids are never given twice; it writes back only its own keys of the
 session's data, never an import's state.
 
+A sub-agent (`invoke_agent`, between its BeforeTool and AfterTool hooks) runs its hooks under
+the parent's session id, with a tool registry of its own that has no `show`: its calls and its
+requests are left as Gemini made them.
+
 A compression (`/compress`, or Gemini's own past its threshold) is seen by `BeforeModel` in the
 request after it (`compression.py`; a `PreCompress` "manual" before says it was `/compress`):
 the boundary is recorded with Gemini's summary, the dedupe table is emptied, and the files-read
@@ -107,11 +111,13 @@ class GeminiEngine:
         if name == AGENT_TOOL:  # a sub-agent starts (BeforeTool) or has ended (AfterTool)
             running = self.agents.get(sid, 0) + (1 if event == "BeforeTool" else -1)
             self.agents[sid] = max(0, running)
-        elif event == "AfterTool" and self.agents.get(sid):
+        elif event in ("AfterTool", "BeforeModel") and self.agents.get(sid):
             # A sub-agent's call: its hooks name the parent's session, and its tools are its own
             # (the codebase investigator's four), without ctxview's `show`, so a tail call would
             # turn its result into "Tool not found". Gemini's own output goes through, stored
             # by no one (an import of the chat file takes any call of the parent's own in it).
+            # Its model requests too (the parent's next one waits for all its calls to end): a
+            # summary in one is the sub-agent's own compression, not the parent's.
             return None
         if event in ("AfterTool", "BeforeModel"):
             key = PREFIX + sid
