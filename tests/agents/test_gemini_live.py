@@ -304,7 +304,7 @@ def test_uninstall_restores_the_settings_exactly(tmp_path: Path) -> None:
     settings.write_text(mine)
     settings.chmod(0o640)
     assert ctxview(proj, environ, "install", "gemini").returncode == 0
-    assert "hook_client.py gemini" in settings.read_text()
+    assert "import hook_client" in settings.read_text()
     again = ctxview(proj, environ, "install", "gemini")
     assert "already set up" in again.stdout, again.stdout
     assert ctxview(proj, environ, "uninstall", "gemini").returncode == 0

@@ -66,6 +66,7 @@ _CONTENT = "--- FILE CONTENT (truncated) ---\n"
 _KEEP = 512  # message ids remembered (a message is written again only while its turn runs)
 HOOK_REF = "gm-hook:"  # the call_ref of a result ctxview's Gemini hook stored
 COMPRESSED_ACK = "Got it. Thanks for the additional context!"  # 0.61's chatCompressionService
+SUBAGENT = "subagent"  # a chat file header's kind for a sub-agent's own transcript
 
 
 class GeminiParser(SimpleParser):
@@ -273,7 +274,9 @@ def _read(path: str, args: dict[str, Any], text: str) -> Read | None:
 
 
 def source_ids(rec: Any) -> dict[str, Any] | None:
-    """The session id and start the JSONL file's header gives."""
+    """The session id and start the JSONL file's header gives; a sub-agent's file (header
+    `kind: "subagent"`, in `chats/<the parent's session id>/`) names its own id as the agent."""
     if not isinstance(rec, dict) or not id_text(rec.get("sessionId")) or "projectHash" not in rec:
         return None
-    return {"session": rec["sessionId"], "cwd": None, "ts": rec.get("startTime")}
+    agent = rec["sessionId"] if rec.get("kind") == SUBAGENT else None
+    return {"session": rec["sessionId"], "cwd": None, "ts": rec.get("startTime"), "agent": agent}

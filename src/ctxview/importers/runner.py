@@ -476,7 +476,11 @@ class FileImporter:
     async def _start(self, sid: str, fmt: str, ids: SourceIds) -> Replay:
         title, parent, call = "", None, None
         data: dict[str, Any] = {}
-        if ids.agent:
+        if ids.agent and fmt == formats.GEMINI:
+            # Gemini keeps a sub-agent's chat file in a folder named after its parent session.
+            parent = session_id(fmt, SourceIds(self.path.parent.name))
+            title = f"agent {ids.agent}"
+        elif ids.agent:
             parent = f"cc-{ids.session}"
             meta = self.path.with_name(self.path.stem + ".meta.json")
             if meta.is_file():

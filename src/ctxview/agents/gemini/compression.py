@@ -4,26 +4,33 @@ calls and responses left out).
 
 0.61 fires `PreCompress` "auto" before every turn, whether it then compresses or not, and its
 hook can change nothing (it is installed for "manual" only, which says which kind the next
-compression was). What says a compression happened is the next request: its messages no longer
-extend the last request's, because Gemini replaced the history with its summary (a user
-message: the session's context, then the `<state_snapshot>`), its fixed answer to it (`ACK`,
-the model message its compression service writes, `importers.gemini.COMPRESSED_ACK`) and what it kept. Both are required: a
-sub-agent's request in the same session, or a rewind, does not extend the last one either. The files-read
-table goes after the summary, in that message, in this request and every later one that still
-holds it (the hook's change is to the request only: Gemini's history, and its chat file, keep
-the summary alone).
+compression was). What says a compression happened is a request holding Gemini's summary: a
+user message (the session's context, then the `<state_snapshot>`) answered by the fixed model
+message its compression service writes (`ACK`, `importers.gemini.COMPRESSED_ACK`), a summary
+not recorded before. Only that pair counts, and only once: the requests after it still hold
+it, a sub-agent's requests (in the same session, for Gemini's hooks) hold none, nor does a
+rewind add one. So the hook needs no earlier request, and the ones without `ACK` need not reach
+the engine at all (`install.py` runs the hook client only for them). The files-read table
+goes after the summary, in that message, in this request and every later one that still holds
+it (the hook's change is to the request only: Gemini's history, and its chat file, keep the
+summary alone).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from ctxview.importers.gemini import COMPRESSED_ACK
 
 Message = tuple[str, str]  # (role, text)
 SNAPSHOT = "<state_snapshot>"
+CONTEXT_END = "</session_context>"
 ACK = ("model", COMPRESSED_ACK)
+# The bytes of `ACK`'s text as the hook input's JSON holds it: a request without them holds no
+# summary (the shell's test in the BeforeModel hook's command, before any Python starts).
+ACK_JSON = json.dumps(COMPRESSED_ACK)
 
 
 def messages_of(request: Any) -> list[Message]:
@@ -37,26 +44,23 @@ def messages_of(request: Any) -> list[Message]:
     return out
 
 
-def replaced_at(before: list[Message], now: list[Message]) -> int | None:
-    """Where Gemini's summary is in `now`: the first message that does not extend `before`,
-    answered by `ACK`; None when the history only grew, or changed otherwise."""
-    for i, (old, new) in enumerate(zip(before, now, strict=False)):
-        if old != new:
-            return i if now[i + 1 : i + 2] == [ACK] else None
+def summary_at(now: list[Message]) -> int | None:
+    """Where Gemini's summary is in `now`: the first user message answered by `ACK`."""
+    for i in range(len(now) - 1):
+        if now[i][0] == "user" and now[i + 1] == ACK:
+            return i
     return None
 
 
-def summary_in(before: list[Message], now: list[Message], at: int) -> str:
-    """The summary in the replaced message, which begins with the session's context as the old
-    one did: from Gemini's `<state_snapshot>` (its compression asks for one, and looks for it to
-    find an earlier summary), else past what the two have in common."""
-    text = now[at][1]
-    start = text.find(SNAPSHOT)
+def summary_in(message: str) -> str:
+    """The summary in its message, which begins with the session's context: from Gemini's
+    `<state_snapshot>` (its compression asks for one, and looks for it to find an earlier
+    summary), else past the session's context, else the whole text."""
+    start = message.find(SNAPSHOT)
     if start < 0:
-        old = before[at][1] if at < len(before) else ""
-        pairs = zip(old, text, strict=False)
-        start = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(old), len(text)))
-    return text[start:].strip()
+        end = message.find(CONTEXT_END)
+        start = 0 if end < 0 else end + len(CONTEXT_END)
+    return message[start:].strip()
 
 
 def digest(text: str) -> str:

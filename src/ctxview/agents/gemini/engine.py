@@ -23,6 +23,10 @@ takes in what another writer stored (an import of the chat file, with a call no 
 `Session.catch_up`), so ids are never given twice; it writes back only its own keys of the
 session's data, never an import's state.
 
+A sub-agent (`invoke_agent`, between its BeforeTool and AfterTool hooks) runs its hooks under
+the parent's session id, with a tool registry of its own that has no `show`: its calls and its
+requests are left as Gemini made them.
+
 A compression (`/compress`, or Gemini's own past its threshold) is seen by `BeforeModel` in the
 request after it (`compression.py`; a `PreCompress` "manual" before says it was `/compress`):
 the boundary is recorded with Gemini's summary, the dedupe table is emptied, and the files-read
@@ -56,20 +60,24 @@ PREFIX = "gm-"
 SHOW_TOOL = "mcp_ctxview_show"  # the MCP server `ctxview` of show_server.py, its tool `show`
 RECALL_TOOL = "mcp_ctxview_recall"  # its tool `recall`, answered here
 RECALL_ARGS = ("id", "offset", "limit")
+AGENT_TOOL = "invoke_agent"  # Gemini's one tool that runs a sub-agent (codebase_investigator, ...)
+TASK_DONE_TOOL = "complete_task"  # a sub-agent's last call, its report
 COMPRESSED = "compressed"  # the session data's key: the summary's message and its table
 OWN_KEYS = ("hooked", "host", "replay", COMPRESSED)  # the session data this engine writes
 LOCK_WAIT = 1.5  # seconds for the session's lock: under the hook client's 2 s
+SEEN = 16  # the digests of a session's summaries kept: each one is recorded once
 
 
 class GeminiEngine:
     """Answers Gemini CLI hook events for any number of its sessions over one store."""
 
     def __init__(self, hook: HookEngine) -> None:
+        self.hook = hook
         self.store = Path(hook.store)
         self.writer: Writer | None = None
         self.replays: dict[str, Replay] = {}
-        self.sent: dict[str, list[compression.Message]] = {}  # session -> last request's
         self.manual: set[str] = set()  # sessions whose /compress ran since their last request
+        self.agents: dict[str, int] = {}  # session -> its sub-agents running now
         self.probe: Probe | None = None
         self.seen_seq: dict[str, int] = {}  # session -> its newest event seq after this engine
         self.locks: dict[str, asyncio.Lock] = {}
@@ -86,15 +94,36 @@ class GeminiEngine:
                       ) -> dict[str, Any] | None:  # fmt: skip
         """`_event` is the hook client's name for them all (`gemini`); Gemini's own is in the
         payload."""
+        try:
+            return await self._respond(payload, trace)
+        finally:
+            trace.done()  # in <store>.hook-trace.jsonl beside Claude Code's (the bench reads it)
+            if self.hook.on_trace is not None:
+                self.hook.on_trace(trace)
+
+    async def _respond(self, payload: dict[str, Any], trace: Trace) -> dict[str, Any] | None:
         event = payload.get("hook_event_name")
         trace.event, trace.tool = f"gemini.{event}", str(payload.get("tool_name") or "")
         sid = payload.get("session_id")
         if not isinstance(sid, str) or not sid:
             raise ValueError("the Gemini CLI hook input has no session_id")
+        name = payload.get("tool_name")
+        if name == AGENT_TOOL:  # a sub-agent starts (BeforeTool) or has ended (AfterTool)
+            running = self.agents.get(sid, 0) + (1 if event == "BeforeTool" else -1)
+            self.agents[sid] = max(0, running)
+        elif event in ("AfterTool", "BeforeModel") and self.agents.get(sid):
+            # A sub-agent's call: its hooks name the parent's session, and its tools are its own
+            # (the codebase investigator's four), without ctxview's `show`, so a tail call would
+            # turn its result into "Tool not found". Gemini's own output goes through, stored
+            # by no one (an import of the chat file takes any call of the parent's own in it).
+            # Its model requests too (the parent's next one waits for all its calls to end): a
+            # summary in one is the sub-agent's own compression, not the parent's.
+            return None
         if event in ("AfterTool", "BeforeModel"):
             key = PREFIX + sid
             async with self.locks.setdefault(key, asyncio.Lock()), live.session_lock(
                     self.store, key, timeout=LOCK_WAIT):  # fmt: skip
+                trace.lap("lock")
                 try:
                     if event == "AfterTool":
                         return await self._after_tool(sid, payload)
@@ -117,6 +146,8 @@ class GeminiEngine:
         name = payload.get("tool_name")
         if not isinstance(name, str) or name == SHOW_TOOL:
             return None  # the tail call itself
+        # A /compress that did not compress: the request before this call held no new summary.
+        self.manual.discard(sid)
         args = payload.get("tool_input")
         args = args if isinstance(args, dict) else {}
         response = payload.get("tool_response")
@@ -142,22 +173,25 @@ class GeminiEngine:
 
     async def _before_model(self, sid: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         now = compression.messages_of(payload.get("llm_request"))
-        before = self.sent.get(sid)
-        self.sent[sid] = now
         trigger = "manual" if sid in self.manual else "auto"
-        self.manual.discard(sid)
-        at = None if before is None else compression.replaced_at(before, now)
+        at = compression.summary_at(now)
+        if at is None:
+            return None  # no summary: nothing to record, no table to give
         replay = await self._replay(sid, payload)
-        if at is not None:
-            assert before is not None
-            summary = compression.summary_in(before, now, at)
+        held = replay.data.get(COMPRESSED)
+        held = held if isinstance(held, dict) else {}
+        seen = [str(d) for d in held.get("seen", [held.get("message")]) if d]
+        message = compression.digest(now[at][1])
+        if message not in seen:  # a summary not recorded before: this is the compression
+            self.manual.discard(sid)
+            summary = compression.summary_in(now[at][1])
             text = await replay.session.compact(summary, ts=time.time(),
                                                 data={"trigger": trigger})  # fmt: skip
             table = text.removeprefix(summary).strip()
-            replay.data[COMPRESSED] = {"message": compression.digest(now[at][1]), "table": table}
+            held = replay.data[COMPRESSED] = {"message": message, "table": table,
+                                              "seen": [*seen, message][-SEEN:]}  # fmt: skip
             await self._save(replay)
-        held = replay.data.get(COMPRESSED)
-        if not isinstance(held, dict) or not held.get("table"):
+        if not held.get("table"):
             return None
         messages = compression.with_table(now, str(held.get("message")), str(held["table"]))
         if messages is None:

@@ -1,15 +1,17 @@
 """`ctxview install gemini [--project | --user]`: ctxview's hooks and its MCP server `ctxview` in
 Gemini CLI's settings (`.gemini/settings.json` of the folder, or `~/.gemini/settings.json`).
 
-Gemini CLI 0.61 runs command hooks only: every hook is `python -S hook_client.py gemini --store
-STORE`, which hands the hook input to the store's resident engine over its Unix socket
+Gemini CLI 0.61 runs command hooks only (in `bash -c`): every hook is `python -I -S -c "import
+hook_client ..." gemini --store STORE`, which hands the hook input to the store's resident engine over its Unix socket
 (`daemon.py`, which passes the `gemini` events to `engine.py`) and prints its answer; any
 failure prints nothing, so Gemini keeps its own output (recorded for `ctxview doctor`).
 
 - `AfterTool`, every tool but the tail call: the rules' text, given back as a tail call of the
   MCP tool `mcp_ctxview_show`; for `mcp_ctxview_recall`, the recall of the session's id.
 - `BeforeModel` (and `PreCompress` for /compress, to say which kind): a compression's boundary,
-  and the files-read table after its summary in the requests that hold it (`compression.py`).
+  and the files-read table after its summary in the requests that hold it (`compression.py`);
+  bash hands the request on only when it holds a summary.
+- `BeforeTool` of `invoke_agent`: a sub-agent runs, whose calls keep Gemini's own output.
 - `mcpServers.ctxview`: `show_server.py` (`show`, `recall`), trusted (its calls ask no
   confirmation).
 
@@ -26,25 +28,42 @@ from typing import Any
 
 from ctxview.agents import hook_client
 from ctxview.agents.claude_code.install import Plan, ctxview_python, store_of
-from ctxview.agents.gemini.engine import SHOW_TOOL
+from ctxview.agents.gemini.compression import ACK_JSON
+from ctxview.agents.gemini.engine import AGENT_TOOL, SHOW_TOOL, TASK_DONE_TOOL
 
 SIDECAR = "ctxview-install.json"
 SERVER = "ctxview"
 HOOK_NAME = "ctxview"
-EVENTS = ("AfterTool", "PreCompress", "BeforeModel")
+EVENTS = ("AfterTool", "BeforeTool", "PreCompress", "BeforeModel")
 TIMEOUT_MS = 5000  # above the hook client's own 2 s budget
-# AfterTool: every tool but the tail call itself (a regular expression); PreCompress: /compress
-# only (an exact trigger), not the "auto" one fired before every turn.
-MATCHERS = {"AfterTool": f"^(?!{SHOW_TOOL}$)", "PreCompress": "manual"}
+# AfterTool: every tool but the tail call itself and a sub-agent's `complete_task` (regular
+# expressions); BeforeTool: a sub-agent starting; PreCompress: /compress only (an exact
+# trigger), not the "auto" one fired before every turn. BeforeModel takes no matcher in 0.61.
+MATCHERS = {"AfterTool": f"^(?!({SHOW_TOOL}|{TASK_DONE_TOOL})$)",
+            "BeforeTool": f"^{AGENT_TOOL}$", "PreCompress": "manual"}  # fmt: skip
 
 
 def settings_path(scope: str, cwd: Path, home: Path) -> Path:
     return (home if scope == "user" else cwd) / ".gemini" / "settings.json"
 
 
-def hook_command(store: Path) -> str:
-    return shlex.join([ctxview_python(), "-S", str(Path(hook_client.__file__).absolute()),
-                       "gemini", "--store", str(store)])  # fmt: skip
+def hook_command(store: Path, python: str | None = None) -> str:
+    """The hook client, imported from its folder rather than run as a script: Python then loads
+    its cached bytecode instead of compiling it on every hook (about 1.5 ms of the 15 a hook's
+    process takes here); `-I` keeps the hook's working folder (the project's) off the module
+    path, as running the file did, and `-S` loads no site."""
+    folder = str(Path(hook_client.__file__).absolute().parent)
+    code = f"import sys;sys.path.insert(0,{folder!r});import hook_client as h;h.main(sys.argv[1:])"
+    return shlex.join([python or ctxview_python(), "-I", "-S", "-c", code, "gemini", "--store",
+                       str(store)])  # fmt: skip
+
+
+def before_model_command(store: Path, python: str | None = None) -> str:
+    """BeforeModel runs before every model call and 0.61 gives it no matcher, so bash (which
+    Gemini runs every command hook in) hands the request to the hook client only when it holds
+    Gemini's answer to a summary (`compression.py`): no Python starts for the others."""
+    return (f"d=$(cat); case $d in *{shlex.quote(ACK_JSON)}*) "
+            f'exec {hook_command(store, python)} <<<"$d";; esac')  # fmt: skip
 
 
 def show_server() -> dict[str, Any]:
@@ -54,7 +73,9 @@ def show_server() -> dict[str, Any]:
 
 def _entry(event: str, store: Path) -> dict[str, Any]:
     group: dict[str, Any] = {"hooks": [{"type": "command", "name": HOOK_NAME,
-                                        "command": hook_command(store),
+                                        "command": before_model_command(store)
+                                        if event == "BeforeModel"
+                                        else hook_command(store),
                                         "timeout": TIMEOUT_MS}]}  # fmt: skip
     if event in MATCHERS:
         group = {"matcher": MATCHERS[event], **group}
