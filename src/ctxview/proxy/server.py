@@ -27,7 +27,7 @@ from aiohttp.http_writer import StreamWriter
 from yarl import URL
 
 from ctxview.proxy import headers as hdr
-from ctxview.proxy import protocols
+from ctxview.proxy import heap, protocols
 from ctxview.proxy.answers import Assembler
 from ctxview.proxy.record import Exchange
 from ctxview.proxy.recorder import Recorder, Sink
@@ -104,6 +104,7 @@ class Proxy:
         return self.recorder.active
 
     async def start(self) -> Endpoint:
+        heap.keep_freed_buffers()  # each request's chunks into pages already held
         await self.recorder.start()
         self._client = aiohttp.ClientSession(
             auto_decompress=False,
