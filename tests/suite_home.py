@@ -9,9 +9,12 @@ from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 # Set by the user's shell or by an agent the suite runs under, read by ctxview, Claude Code, Codex,
-# tmux or libpq: unset for the run (a test that wants one sets it for its own process).
+# Gemini CLI, tmux or libpq: unset for the run (a test that wants one sets it for its own process).
 _UNSET_PREFIXES = ("CTXVIEW_", "CLAUDE_", "CLAUDECODE", "CODEX_", "ANTHROPIC_", "OPENAI_",
-                   "TMUX", "PG")  # fmt: skip
+                   "GEMINI_", "GOOGLE_", "TMUX", "PG", "CI_")  # fmt: skip
+# Set by a CI service: Gemini CLI (its `is-in-ci` check: CI, CONTINUOUS_INTEGRATION or any CI_*)
+# then never starts its interactive UI, so a test typing into it in tmux saw an empty screen.
+_UNSET = frozenset({"CI", "CONTINUOUS_INTEGRATION"})
 
 Listing = dict[str, tuple[int, int] | None]  # path -> (size, mtime in ns); None: a folder
 
@@ -52,7 +55,7 @@ def listing(places: list[Path]) -> Listing:
 
 def isolate(env: MutableMapping[str, str], home: Path) -> None:
     """Point `env` at `home` (made here): HOME, the XDG folders, ctxview's store."""
-    for key in [k for k in env if k.startswith(_UNSET_PREFIXES)]:
+    for key in [k for k in env if k.startswith(_UNSET_PREFIXES) or k in _UNSET]:
         del env[key]
     folders = {"HOME": home, "XDG_CONFIG_HOME": home / ".config",
                "XDG_DATA_HOME": home / ".local" / "share", "XDG_STATE_HOME": home / ".local" / "state",

@@ -39,8 +39,22 @@ def test_writes_the_users_own_store():
 """
 
 
-def inner_run(tmp_path: Path, test: str) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """pytest on one test file under the suite's conftest, as a user whose home is here."""
+SEES_NO_CI = """
+import subprocess
+
+def test_a_started_process_is_told_nothing_of_the_ci_nor_of_geminis_settings():
+    said = subprocess.run(["env"], capture_output=True, text=True, check=True).stdout
+    names = {line.partition("=")[0] for line in said.splitlines()}
+    assert not names & {"CI", "CONTINUOUS_INTEGRATION", "CI_JOB_ID", "GEMINI_API_KEY",
+                        "GOOGLE_CLOUD_PROJECT"}, names
+    assert "KEPT_BY_THE_SUITE" in names
+"""
+
+
+def inner_run(tmp_path: Path, test: str,
+              **extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:  # fmt: skip
+    """pytest on one test file under the suite's conftest, as a user whose home is here (and
+    whose environment has `extra` too)."""
     user = tmp_path / "user"
     (user / ".local" / "state" / "ctxview").mkdir(parents=True)
     (user / ".local" / "state" / "ctxview" / "notes").write_text("the user's own")
@@ -52,7 +66,7 @@ def inner_run(tmp_path: Path, test: str) -> tuple[subprocess.CompletedProcess[st
     (suite / "pytest.ini").write_text("[pytest]\n")
     (suite / "test_inner.py").write_text(test)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "CTXVIEW_"))}
-    env.update(HOME=str(user), SUITE_HOME_TEST_USER=str(user))
+    env.update(HOME=str(user), SUITE_HOME_TEST_USER=str(user), **extra)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            str(suite)], cwd=suite, env=env, capture_output=True, text=True,
                           timeout=300)  # fmt: skip
@@ -79,3 +93,13 @@ def test_a_run_that_changes_the_users_files_fails_saying_which(tmp_path: Path) -
     store = user / ".local" / "state" / "ctxview" / "store.db"
     assert f"the run changed the user's own files: {store}" in done.stdout
     assert "changed during test_inner.py::test_writes_the_users_own_store" in done.stdout
+
+
+def test_a_ci_services_variables_do_not_reach_the_agents_the_tests_start(tmp_path: Path) -> None:
+    """Gemini CLI never starts its interactive UI where CI, CONTINUOUS_INTEGRATION or a CI_*
+    variable is set (its `is-in-ci` check): the typed /compress test in tmux saw an empty screen
+    under a CI service, which sets CI."""
+    done, _ = inner_run(tmp_path, SEES_NO_CI, CI="true", CONTINUOUS_INTEGRATION="1",
+                        CI_JOB_ID="7", GEMINI_API_KEY="the user's", GOOGLE_CLOUD_PROJECT="theirs",
+                        KEPT_BY_THE_SUITE="1")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -77,8 +77,10 @@ def test_a_typed_compress_records_a_manual_boundary_and_gives_the_table(tmp_path
             environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
             line = shlex.join(["env", *(f"{k}={v}" for k, v in environ.items()), "node",
                                str(CLI), "-m", "gemini-2.5-flash"])  # fmt: skip
-            tmux("-f", "/dev/null", "new-session", "-d", "-s", "g", "-x", "140", "-y", "45",
-                 "-c", str(proj), line)  # fmt: skip
+            # The pane stays when Gemini exits, so a failure shows what it printed last.
+            tmux("-f", "/dev/null", "start-server", ";", "set-option", "-g", "remain-on-exit",
+                 "on", ";", "new-session", "-d", "-s", "g", "-x", "140", "-y", "45", "-c",
+                 str(proj), line)  # fmt: skip
             try:
                 typed("read notes.txt")
                 _wait(lambda: len(s.turns()) == 2, 60, "the model's answer", screen)
