@@ -243,3 +243,48 @@ def test_a_json_document_resumed_into_jsonl_is_one_session(tmp_path: Path, order
     for path in (old, new, tmp_path / "tmp"):
         assert run(store, "import", str(path))[0] == 0
     assert stored(store) == {f"gm-{SID}": (str(new), ["ask 1", "ask 2", "ask 3"], 3)}
+
+
+def test_follow_of_either_file_takes_what_the_session_goes_on_with(tmp_path: Path) -> None:
+    """A follow of the file a resume left follows the session's own file with it (its folder's
+    files of the same session): what the resumed run appends there comes in, once."""
+    from ctxview.importers.follow import follow
+    from ctxview.importers.runner import FileReport
+
+    chats = tmp_path / "tmp" / "proj" / "chats"
+    first = first_file(chats, range(1, 3))
+    left = left_file(chats)
+    write(chats / "session-2026-12-02T10-07-7a1b2c3d.jsonl",  # the same short id only: not followed
+                  [{**header("2026-12-02T10:07:00.000Z"), "sessionId": "7a1b2c3d-other"},
+                   *turn(9)])  # fmt: skip
+    store = tmp_path / "s.db"
+    assert run(store, "import", str(first))[0] == 0
+    append(first, [{"$set": {"sessionId": SID}}, *turn(3, 5)])  # the resumed run
+
+    async def go() -> list[FileReport]:
+        writer = await Writer.open(store)
+        stop = asyncio.Event()
+        batches: list[FileReport] = []
+        took: asyncio.Queue[FileReport] = asyncio.Queue()
+        task = asyncio.create_task(follow(writer, left, on_batch=took.put_nowait, stop=stop))
+        try:
+            while "ask 3" not in prompts_of_now(store):
+                batches.append(await asyncio.wait_for(took.get(), 60))
+        finally:
+            stop.set()
+            await task
+            await writer.close()
+        return batches
+
+    batches = asyncio.run(go())
+    assert {b.path for b in batches} == {str(first)}, batches
+    assert stored(store) == {f"gm-{SID}": (str(first), ["ask 1", "ask 2", "ask 3"], 3)}
+
+
+def prompts_of_now(store: Path) -> list[str]:
+    """The prompts stored (from inside a running event loop: sqlite3 directly)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        return [r[0] for r in db.execute(
+            "SELECT text FROM events WHERE kind = 'message' AND role = 'user' ORDER BY seq")]  # fmt: skip

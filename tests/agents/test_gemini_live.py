@@ -172,6 +172,7 @@ def test_an_import_between_two_hooked_runs_is_kept(tmp_path: Path, later: bool) 
                                "first")  # fmt: skip
         assert done.returncode == 0
         [chat] = chat_files(Path(environ["HOME"]))
+        sid = json.loads(chat.read_text().splitlines()[0])["sessionId"]
         assert ctxview(proj, environ, "import", str(chat)).returncode == 0
         if later:
             environ.update(clock_ahead(120))
@@ -180,6 +181,8 @@ def test_an_import_between_two_hooked_runs_is_kept(tmp_path: Path, later: bool) 
         assert done.returncode == 0, done.stderr
     chats = chat_files(Path(environ["HOME"]))
     assert chats[0] == chat and len(chats) == 1 + later, chats
+    if later:  # a follow of the file the resume left takes the resumed run from the first one
+        assert f"→ gm-{sid}" in follow_once(proj, environ, chats[-1])
     imported = ctxview(proj, environ, "import", str(Path(environ["HOME"]) / ".gemini" / "tmp"))
     assert imported.returncode == 0, imported.stderr
     assert ctxview(proj, environ, "import", str(chats[-1])).returncode == 0

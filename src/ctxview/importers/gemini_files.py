@@ -26,12 +26,17 @@ stored) is another file.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from ctxview.importers.common import id_text, parse_line
+from ctxview.importers.document_probe import gemini_document
 from ctxview.importers.source import lines_from
+
+# `session-<minute>-<the session id's first 8 characters>.json[l]` (ChatRecordingService)
+_NAME = re.compile(r"session-\d{4}-\d\d-\d\dT\d\d-\d\d-([^.]{1,8})\.jsonl?")
 
 
 class Sibling(Enum):
@@ -80,3 +85,33 @@ def sibling(path: Path, source: str | None, import_state: dict[str, Any], ids: l
     if known[-1] in ids:
         return Sibling.NEXT
     return None
+
+
+def session_of(path: Path) -> str | None:
+    """The session id a Gemini chat file names (its JSONL header, or its JSON document's)."""
+    if path.suffix == ".json":
+        doc = gemini_document(path)
+        return id_text(doc.get("sessionId")) if doc is not None else None
+    for line in lines_from(path, 0, 0):
+        try:
+            rec = parse_line(line.raw)
+        except (ValueError, RecursionError):
+            return None
+        return id_text(rec.get("sessionId")) if isinstance(rec, dict) else None
+    return None
+
+
+def named_alike(path: Path) -> list[Path]:
+    """The other files of the folder that Gemini may have written for the session of the chat
+    file at `path` (the same short id in the name; `session_of` tells whose they are)."""
+    m = _NAME.fullmatch(path.name)
+    if m is None or not path.parent.is_dir():
+        return []
+    return sorted(p for p in path.parent.iterdir()
+                  if p != path and (n := _NAME.fullmatch(p.name)) and n.group(1) == m.group(1))  # fmt: skip
+
+
+def alike(name: str, path: Path) -> bool:
+    """Whether a file called `name` may be one of `named_alike(path)` (what wakes a follow)."""
+    m, n = _NAME.fullmatch(path.name), _NAME.fullmatch(name)
+    return bool(m and n and n.group(1) == m.group(1))
