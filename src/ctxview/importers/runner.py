@@ -435,7 +435,7 @@ class FileImporter:
         """The id this file's session has (`sid`, or when another file holds that id, `sid`
         and a hash of the path), its stored fields (None when it is not in the store), and for a
         Gemini chat file of a session another file of its folder holds, whether this one is a
-        part of it or its continuation (`gemini_files`): that session's then.
+        part of it or its continuation (`gemini_files`): either way that session is this file's.
 
         A session a host writes live (`"hooked"`: Claude Code's hooks, `ctxview mcp`) holds the
         ids the model saw, so its transcript lands in it: one made before anything named its
