@@ -73,3 +73,34 @@ def test_a_broken_opencode_folder_never_raises(tmp_path_factory, which: int, kin
         data = MUTATIONS[kind](rng, data) if data else data
     target.write_bytes(data)
     _check(f"{'+'.join(kinds)} of {target.relative_to(root)} (seed {seed})", work / "s.db", root)
+
+
+@_SETTINGS
+@given(second=st.sampled_from(["left", "goes-on"]), broken=st.sampled_from(["first", "second"]),
+       kinds=st.lists(st.sampled_from(sorted(MUTATIONS)), min_size=1, max_size=3),
+       seed=st.integers(0, 2**32 - 1))  # fmt: skip
+def test_a_broken_file_of_a_resumed_gemini_session_never_raises(
+        tmp_path_factory, second: str, broken: str, kinds: list[str], seed: int) -> None:  # fmt: skip
+    """Two chat files of one Gemini session in its folder (test_import_gemini_resume.py), the
+    first imported, then one of them broken and the folder imported, then each file."""
+    from test_import_gemini_resume import first_file, header, left_file, turn, write
+
+    work = tmp_path_factory.mktemp("fuzz-gm2")
+    chats = work / "tmp" / "proj" / "chats"
+    first = first_file(chats, range(1, 4))
+    if second == "left":
+        other = left_file(chats)
+    else:
+        whole = [header("2026-12-02T10:00:00.000Z")] + [r for n in range(1, 6) for r in turn(n)]
+        other = write(chats / "session-2026-12-02T11-00-7a1b2c3d.jsonl", whole)
+    store = work / "s.db"
+    assert run_import(store, first)[0] == 0
+    target = first if broken == "first" else other
+    rng = random.Random(seed)
+    data = target.read_bytes()
+    for kind in kinds:
+        data = MUTATIONS[kind](rng, data) if data else data
+    target.write_bytes(data)
+    case = f"{'+'.join(kinds)} of the {broken} file, the second {second} (seed {seed})"
+    for path in (work / "tmp", other, first):
+        _check(case, store, path)

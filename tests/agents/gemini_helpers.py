@@ -56,6 +56,13 @@ def run_gemini(cwd: Path, environ: dict[str, str], prompt: str, *args: str,
                           timeout=timeout, check=False)  # fmt: skip
 
 
+def clock_ahead(seconds: int) -> dict[str, str]:
+    """The environment that sets Gemini CLI's `new Date()` this far ahead (gemini_clock.mjs): a
+    run in a later minute, without waiting for one."""
+    clock = Path(__file__).parent / "gemini_clock.mjs"
+    return {"NODE_OPTIONS": f"--import {clock}", "CTXVIEW_TEST_CLOCK_AHEAD": str(seconds)}
+
+
 def ctxview(cwd: Path, environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return agent_project.run_ctxview(cwd, environ, *args)
 

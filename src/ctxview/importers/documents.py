@@ -31,6 +31,7 @@ from ctxview.importers.common import BadRecord, id_text, path_text, valid_unicod
 from ctxview.importers.detect import NotTranscript
 from ctxview.importers.document_probe import gemini_document, opencode_storage_root
 from ctxview.importers.file_report import FileReport
+from ctxview.importers.gemini_files import Sibling, sibling
 from ctxview.importers.replay import Replay
 from ctxview.store import Writer
 
@@ -306,7 +307,10 @@ async def import_document(writer: Writer, path: Path, fmt: str, *, live: bool = 
     prefix = formats.PREFIX[formats.AGENT_OF[fmt]]
     sids: dict[str, str] = {}
     for doc in docs:
-        sid = await _sid(writer, f"{prefix}-{doc.key}", path)
+        sid = await _sid(writer, f"{prefix}-{doc.key}", path, fmt, doc)
+        if sid is None:  # a part of the session another file of its folder holds: nothing new
+            report.session = f"{prefix}-{doc.key}"
+            continue
         sids[doc.key] = sid
         async with writer.batch(), writer.transaction():
             await _one(writer, path, fmt, doc, sid, sids, live, report)
@@ -326,10 +330,18 @@ def _size(path: Path) -> int:
         return 0
 
 
-async def _sid(writer: Writer, sid: str, path: Path) -> str:
-    """`sid`, or with a hash of the path when another source already holds it (runner._info)."""
+async def _sid(writer: Writer, sid: str, path: Path, fmt: str, doc: DocSession) -> str | None:
+    """`sid`, or with a hash of the path when another source already holds it (runner._info);
+    None for a Gemini document all of whose messages that other source gave (the document a
+    resume went on from in `<name>.jsonl`, gemini_files.py)."""
     info = await writer.session_info(sid)
     if info is not None and info["source_path"] != str(path):
+        data = json.loads(info["data"] or "{}")
+        ids = [m for u in doc.units if isinstance(u, dict) and (m := id_text(u.get("id")))]
+        kin = sibling(path, info["source_path"], data.get("import", {}), ids,
+                      hooked=bool(data.get("hooked"))) if fmt == formats.GEMINI_JSON else None  # fmt: skip
+        if kin is Sibling.PART:
+            return None
         return f"{sid}-{hashlib.sha1(str(path).encode()).hexdigest()[:6]}"
     return sid
 

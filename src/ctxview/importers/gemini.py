@@ -77,9 +77,15 @@ class GeminiParser(SimpleParser):
         self.quiet: dict[str, int] = {}
         self._live = LiveCalls(hub)  # what the hooked session stored itself
         self._summaries: list[str] = state.get("summaries", [])  # summaries' message ids taken
+        # Reading a file the session goes on in (gemini_files.py) from its start: its messages
+        # before the first one remembered are older ones, stored from the file before.
+        self._join = bool(state.get("join")) and bool(self._msgs)
 
     def state(self) -> dict[str, Any]:
-        return {"msgs": list(self._msgs.items()), "summaries": self._summaries[-_KEEP:]}
+        state = {"msgs": list(self._msgs.items()), "summaries": self._summaries[-_KEEP:]}
+        if self._join:
+            state["join"] = True
+        return state
 
     async def feed(self, rec: Any, lineno: int) -> None:
         need(rec, dict, "the record")
@@ -101,6 +107,11 @@ class GeminiParser(SimpleParser):
         main = self.hub.main
         mid = id_text(rec.get("id"))
         again = mid is not None and mid in self._msgs
+        if self._join:
+            if not again:
+                self.skip("stored before")
+                return
+            self._join = False
         if kind == "user":
             if not again:
                 await main.message("user", _text(rec.get("content")), ts=ts)

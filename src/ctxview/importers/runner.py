@@ -28,6 +28,7 @@ from ctxview.importers import claude_code, codex, formats
 from ctxview.importers.common import BadRecord, TooDeep, parse_line, parse_record, when
 from ctxview.importers.detect import CLAUDE, CODEX, EXPORT, NotTranscript, detect
 from ctxview.importers.file_report import FileReport, Problem
+from ctxview.importers.gemini_files import Sibling, known_ids, message_ids, sibling
 from ctxview.importers.hub import HeldCalls, Hub, resume
 from ctxview.importers.replay import Replay
 from ctxview.importers.source import Identity, head_hash, identity, lines_from
@@ -165,6 +166,9 @@ class FileImporter:
         self.path = Path(path).expanduser().resolve()
         self.held = held  # the hook engine's calls whose events go in after their records
         self._waited: set[tuple[str, str]] = set()  # kept when the rest is forgotten
+        # What this Gemini file was to its session's stored file when last looked at: (the
+        # file's identity, the session's data then, the verdict), kept when the rest is forgotten
+        self._scanned: tuple[Identity, str, Sibling | None] | None = None
         self._forget()
 
     def _forget(self) -> None:
@@ -182,6 +186,7 @@ class FileImporter:
         self._written: str | None = None  # the main session's data as last committed here
         self._saved_line = 0  # the line count that commit covered
         self._main_id: str | None = None  # the file's session, once known
+        self._part_of: str | None = None  # a session this file holds nothing new of
 
     async def step(self, *, live: bool = False, progress: Progress | None = None) -> FileReport:
         fmt = detect(self.path) if self.hub is None else None
@@ -263,6 +268,10 @@ class FileImporter:
             if fmt is None:
                 return False  # empty: nothing to decide yet
             await self._open(fmt)
+            if self._part_of is not None:  # nothing to read: asked again at the next step
+                report.format, report.session = fmt, self._part_of
+                self._forget()
+                return False
         assert self.hub is not None and self.parser is not None
         report.format, report.session = self.format, self.hub.main.id
         if self._ids:
@@ -373,11 +382,14 @@ class FileImporter:
         self.format = fmt
         ids = identify(self.path, fmt)
         self._legacy, self._agent = ids.legacy, ids.agent
-        sid, info = await self._info(session_id(fmt, ids))
+        sid, info, kin = await self._info(session_id(fmt, ids))
+        if kin is Sibling.PART:
+            self._part_of = sid
+            return
         if info is None and not ids.unnamed:
             # Imported before under the file's name, while no line said whose session it is:
             # that session is this one (and is renamed by `_identify_again`).
-            named, found = await self._info(session_id(fmt, named_by_file(self.path)))
+            named, found, _ = await self._info(session_id(fmt, named_by_file(self.path)))
             if found is not None and json.loads(found["data"] or "{}").get("import", {}).get(
                     "ids", {}).get("unnamed"):  # fmt: skip
                 sid, info = named, found
@@ -387,6 +399,14 @@ class FileImporter:
         if info is not None:
             main = await resume(self.writer, sid, ids.cwd)
             state = main.data.get("import", {})
+            if kin is Sibling.NEXT:
+                # The session goes on in this file: read from its start, the parser's memory of
+                # the messages stored kept, so that they are passed over.
+                parser = state.get("parser", {})
+                state = {"parser": {**parser, "join": bool(known_ids(state))}}
+                if "last_ts" in main.data.get("import", {}):
+                    state["last_ts"] = main.data["import"]["last_ts"]
+                await self.writer.update_session(sid, source_path=str(self.path))
             self.offset, self.line = int(state.get("offset", 0)), int(state.get("line", 0))
             self._saved_line = self.line
             self.problems_total = int(state.get("problems", 0))
@@ -411,9 +431,11 @@ class FileImporter:
             with contextlib.suppress(KeyError):
                 await self.hub.replay(child)
 
-    async def _info(self, sid: str) -> tuple[str, dict[str, Any] | None]:
+    async def _info(self, sid: str) -> tuple[str, dict[str, Any] | None, Sibling | None]:
         """The id this file's session has (`sid`, or when another file holds that id, `sid`
-        and a hash of the path) and its stored fields (None when it is not in the store).
+        and a hash of the path), its stored fields (None when it is not in the store), and for a
+        Gemini chat file of a session another file of its folder holds, whether this one is a
+        part of it or its continuation (`gemini_files`): either way that session is this file's.
 
         A session a host writes live (`"hooked"`: Claude Code's hooks, `ctxview mcp`) holds the
         ids the model saw, so its transcript lands in it: one made before anything named its
@@ -421,17 +443,34 @@ class FileImporter:
         is refused (`HookedElsewhere`), never a second replay with other ids."""
         info = await self.writer.session_info(sid)
         if info is not None and info["source_path"] != str(self.path):
+            kin = self._sibling(info)
+            if kin is not None:
+                return sid, info, kin
             if json.loads(info["data"] or "{}").get("hooked"):
                 if not info["source_path"]:
                     await self.writer.update_session(sid, source_path=str(self.path))
-                    return sid, {**info, "source_path": str(self.path)}
+                    return sid, {**info, "source_path": str(self.path)}, None
                 raise HookedElsewhere(
                     f"{self.path} is a copy of the session {sid}, which ctxview's hooks write "
                     f"live from {info['source_path']}: open {sid} instead."
                 )
             sid = f"{sid}-{hashlib.sha1(str(self.path).encode()).hexdigest()[:6]}"
             info = await self.writer.session_info(sid)
-        return sid, info
+        return sid, info, None
+
+    def _sibling(self, info: dict[str, Any]) -> Sibling | None:
+        """What this Gemini chat file is to the stored session `info` of the same session id,
+        imported from another file (the file read again only when it or the session changed)."""
+        if self.format != formats.GEMINI:
+            return None
+        now, data = identity(self.path), info["data"] or "{}"
+        if self._scanned is not None and self._scanned[:2] == (now, data):
+            return self._scanned[2]
+        stored = json.loads(data)
+        kin = sibling(self.path, info["source_path"], stored.get("import", {}),
+                      message_ids(self.path), hooked=bool(stored.get("hooked")))  # fmt: skip
+        self._scanned = (now, data, kin)
+        return kin
 
     async def _identify_again(self) -> None:
         """The file was too short to say whose it is, its cwd or its start when its session was
@@ -454,7 +493,7 @@ class FileImporter:
         renamed = None
         if self._ids.get("unnamed") and not ids.unnamed:
             # Named after the file until a record said whose session it is.
-            sid, taken = await self._info(session_id(self.format, ids))
+            sid, taken, _ = await self._info(session_id(self.format, ids))
             if taken is None and sid != main:
                 renamed = sid
                 fields["source_ref"] = ids.agent or ids.session
@@ -513,6 +552,7 @@ async def check_file(writer: Writer, path: Path | str) -> None:
     importer = FileImporter(writer, path)
     fmt = detect(importer.path)
     if fmt is not None and (fmt in (CLAUDE, CODEX) or line_format(fmt) is not None):
+        importer.format = fmt
         await importer._info(session_id(fmt, identify(importer.path, fmt)))
 
 

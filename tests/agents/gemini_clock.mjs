@@ -1,0 +1,13 @@
+// Loaded into Gemini CLI by NODE_OPTIONS=--import (tests only): `new Date()` (what Gemini names
+// a chat file by) runs CTXVIEW_TEST_CLOCK_AHEAD seconds ahead, so a run can resume in a later
+// minute than the one its chat file is named by without waiting for the minute to turn.
+// `Date.now()` stays true: the file locks Gemini takes compare it with the files' mtimes.
+const ahead = Number(process.env.CTXVIEW_TEST_CLOCK_AHEAD || 0) * 1000;
+const RealDate = Date;
+class AheadDate extends RealDate {
+  constructor(...args) {
+    if (args.length === 0) super(RealDate.now() + ahead);
+    else super(...args);
+  }
+}
+globalThis.Date = AheadDate;
