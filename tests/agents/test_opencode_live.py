@@ -412,3 +412,43 @@ def test_a_call_the_plugin_missed_is_imported_once_beside_the_plugged_ones(tmp_p
         # Imported again, and followed: nothing more.
         assert p.ctxview("import", str(p.database)).returncode == 0
         assert _stored(p.store) == rows
+
+
+def test_two_reads_the_plugin_missed_are_both_stored_in_full(tmp_path: Path) -> None:
+    """Two reads of one file the plugin missed (the engine down: the model got OpenCode's own
+    output of each, in full): `ctxview import` stores both in full, as the model got them, not
+    the second as an "Unchanged since" stub of the first that the model never saw."""
+    with project(tmp_path) as p:
+        f = p.root / "a.py"
+        f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
+        g = p.root / "b.py"
+        g.write_text("other\n")
+        held = _engine_held_down(p)
+        read_f = {"tool": "read", "input": {"filePath": str(f)}}
+
+        def engine_down(body: dict[str, Any]) -> dict[str, Any]:
+            held.__enter__()
+            return read_f
+
+        def engine_back(body: dict[str, Any]) -> dict[str, Any]:
+            held.__exit__(None, None, None)
+            ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
+            return {"tool": "read", "input": {"filePath": str(f)}}
+
+        steps = [{"tool": "read", "input": {"filePath": str(g)}}, engine_down, read_f,
+                 engine_back, {"text": "Done."}]  # fmt: skip
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            _session_of(p.run("go"))
+        got = tool_results(api.main_requests[-1])
+        assert got["toolu_0002_read"].startswith(f"<path>{f}</path>")  # OpenCode's own
+        assert got["toolu_0003_read"].startswith(f"<path>{f}</path>")
+        assert got["toolu_0004_read"].startswith(f"[#1001 {f} lines 1-10 of 10 sha ")
+        done = p.ctxview("import", str(p.database))
+        assert done.returncode == 0, done.stderr
+        missed = {ref: text for _, ref, text in _stored(p.store)}
+        for ref, rid in (("toolu_0002_read", "#1002"), ("toolu_0003_read", "#1003")):
+            text = missed[ref]
+            assert text.startswith(f"[{rid} {f} lines 1-10 of 10 sha "), text
+            assert text.split("\n")[1:3] == ["1: line 1", "2: line 2"], text
