@@ -99,3 +99,14 @@ async def test_an_import_alone_still_gives_the_unchanged_stub(tmp_path: Path) ->
 def _rows(session: Session) -> list[tuple[str, str, int]]:
     return [(r.shown_path, r.sha, r.rid)
             for r in session.dedupe.newest_reads(session.config["compaction.rows"])]  # fmt: skip
+
+
+async def test_a_host_answering_through_the_replay_still_gives_the_stub(tmp_path: Path) -> None:
+    """Gemini's engine answers its hooked calls through a replay (`live=True`): the model got
+    the rules' text, so a second read of the same file is the stub."""
+    async with workspace_and_writer(tmp_path, {"a.py": A}) as (ws, writer):
+        session, _ = await _hooked(ws, writer)
+        replay = Replay(session, str(ws), {"hooked": True}, live=True)
+        first, second = [await _missed_read(replay, ws, f"m{i}") for i in range(2)]
+        assert first.endswith("4: w = 4")
+        assert "Unchanged since #1000" in second, second

@@ -11,8 +11,8 @@ and the engine's own §2 rule decides the stub. Lines seen are kept as CRC-32s i
 state, so an import resumed mid-file (after a kill, or a file that grew) decides as one import of
 the whole file does.
 
-In a hooked session (its host answers calls live, hashing a read by the file's own bytes) the
-replay stores only the calls the host missed, whose output the model got whole from the agent:
+In a hooked session (its host answers calls live, hashing a read by the file's own bytes) an
+import stores only the calls the host missed, whose output the model got whole from the agent:
 such a read is stored in full and kept out of the dedupe table (`insert_read(whole=True)`), so
 its stand-in neither stubs nor is stubbed, and gives no files-read row. Its key is the engine's,
 so the session's live calls on the file and the replay's are about one file.
@@ -76,7 +76,10 @@ class Replay:
     """One ctxview session being filled from a source: the engine's Session, plus what the
     transcript has told about each path. `data` is the session's data JSON, kept whole."""
 
-    def __init__(self, session: Session, cwd: str, data: dict[str, Any]) -> None:
+    def __init__(self, session: Session, cwd: str, data: dict[str, Any], *,
+                 live: bool = False) -> None:  # fmt: skip
+        """`live`: the host answers its calls through this replay (Gemini's engine), rather
+        than an import storing what a hooked session's host did not answer."""
         self.session = session
         self.cwd = cwd or "/"
         self.data = data
@@ -88,9 +91,9 @@ class Replay:
         self.title: str | None = None  # a new title to write with the state
         self._keys: dict[str, str] = {}  # path -> the engine's key (`key`), under _workspace
         self._workspace: tuple[str, Workspace] | None = None
-        # A hooked session's host answered its calls live; what the replay stores there is a
+        # A hooked session's host answered its calls live; what an import stores there is a
         # call the host missed, whose output the model got whole from the agent.
-        self._missed = bool(data.get("hooked"))
+        self._missed = bool(data.get("hooked")) and not live
 
     @property
     def id(self) -> str:
