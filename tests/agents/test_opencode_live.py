@@ -6,6 +6,7 @@ exactly the texts the model was sent."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -412,3 +413,83 @@ def test_a_call_the_plugin_missed_is_imported_once_beside_the_plugged_ones(tmp_p
         # Imported again, and followed: nothing more.
         assert p.ctxview("import", str(p.database)).returncode == 0
         assert _stored(p.store) == rows
+
+
+def test_two_reads_the_plugin_missed_are_both_stored_in_full(tmp_path: Path) -> None:
+    """Two reads of one file the plugin missed (the engine down: the model got OpenCode's own
+    output of each, in full): `ctxview import` stores both in full, as the model got them, not
+    the second as an "Unchanged since" stub of the first that the model never saw."""
+    with project(tmp_path) as p:
+        f = p.root / "a.py"
+        f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
+        g = p.root / "b.py"
+        g.write_text("other\n")
+        held = _engine_held_down(p)
+        read_f = {"tool": "read", "input": {"filePath": str(f)}}
+
+        def engine_down(body: dict[str, Any]) -> dict[str, Any]:
+            held.__enter__()
+            return read_f
+
+        def engine_back(body: dict[str, Any]) -> dict[str, Any]:
+            held.__exit__(None, None, None)
+            ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
+            return {"tool": "read", "input": {"filePath": str(f)}}
+
+        steps = [{"tool": "read", "input": {"filePath": str(g)}}, engine_down, read_f,
+                 engine_back, {"text": "Done."}]  # fmt: skip
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            _session_of(p.run("go"))
+        got = tool_results(api.main_requests[-1])
+        assert got["toolu_0002_read"].startswith(f"<path>{f}</path>")  # OpenCode's own
+        assert got["toolu_0003_read"].startswith(f"<path>{f}</path>")
+        assert got["toolu_0004_read"].startswith(f"[#1001 {f} lines 1-10 of 10 sha ")
+        done = p.ctxview("import", str(p.database))
+        assert done.returncode == 0, done.stderr
+        missed = {ref: text for _, ref, text in _stored(p.store)}
+        for ref, rid in (("toolu_0002_read", "#1002"), ("toolu_0003_read", "#1003")):
+            text = missed[ref]
+            assert text.startswith(f"[{rid} {f} lines 1-10 of 10 sha "), text
+            assert text.split("\n")[1:3] == ["1: line 1", "2: line 2"], text
+
+
+def test_the_files_read_table_after_a_missed_read_gives_the_files_own_hash(
+    tmp_path: Path,
+) -> None:
+    """A read the plugin answered, the same read missed (the engine down), then, the engine
+    back, `ctxview import` of OpenCode's database (the missed read stored, and taken in by the
+    engine at its next step) and OpenCode's compaction: the files-read table has one row for
+    the file, the plugin's read with the file's own hash, not the import's stand-in (nor a
+    second row for it)."""
+    with project(tmp_path) as p:
+        text = "".join(f"line {i}\n" for i in range(1, 11))
+        f = p.root / "a.py"
+        f.write_text(text)
+        held = _engine_held_down(p)
+        read_f = {"tool": "read", "input": {"filePath": str(f)}}
+
+        def engine_down(body: dict[str, Any]) -> dict[str, Any]:
+            held.__enter__()
+            return read_f
+
+        def back_and_imported(body: dict[str, Any]) -> dict[str, Any]:
+            held.__exit__(None, None, None)
+            ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
+            done = p.ctxview("import", str(p.database))
+            assert done.returncode == 0, done.stderr
+            # Its usage fills the model's context: OpenCode compacts before the next request.
+            return {"tool": "bash", "input": {"command": "echo hi", "description": "hi"},
+                    "input_tokens": 60_000}  # fmt: skip
+
+        steps = [read_f, engine_down, back_and_imported, {"text": "Done."}]
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url, context=50_000)
+            assert p.ctxview("install", "opencode").returncode == 0
+            p.run("go")
+        assert "toolu_0002_read" in {ref for _, ref, _ in _stored(p.store)}  # imported
+        table = next(t for t in texts(api.main_requests[-1]) if t.startswith("## Files read"))
+        own = hashlib.sha256(text.encode()).hexdigest()[:8]
+        rows = [row for row in table.split("\n") if row.startswith(f"| {f} ")]
+        assert rows == [f"| {f} | 1-10 of 10 | {own} | #1000 |"], table

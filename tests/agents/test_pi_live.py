@@ -8,6 +8,7 @@ outputs reach the model and the failure is recorded; `uninstall` restores the pr
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -224,3 +225,93 @@ def test_a_call_the_extension_missed_is_stored_once_in_order(tmp_path: Path) -> 
                             r"2: y = 2\n3: z = 3\n4: w = 4", shown[1][1])  # fmt: skip
         assert p.ctxview("import", str(pi_file)).returncode == 0
         assert _stored(p) == (sessions, shown)
+
+
+def _down_then_back(p: PiProject, down: list[dict[str, Any]], back: dict[str, Any]
+                    ) -> list[Any]:  # fmt: skip
+    """Scripted steps: `down` with the engine held down (pi's own outputs go to the model, the
+    extension records each), then `back` with the engine started again, whose step first takes
+    in pi's file (the missed calls)."""
+    held = _engine_held_down(p)
+
+    def first_down(body: dict[str, Any]) -> dict[str, Any]:
+        held.__enter__()
+        return down[0]
+
+    def engine_back(body: dict[str, Any]) -> dict[str, Any]:
+        held.__exit__(None, None, None)
+        ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
+        return back
+
+    return [first_down, *down[1:], engine_back]
+
+
+@needs_pi
+def test_the_files_read_table_after_a_missed_read_gives_the_files_own_hash(
+    tmp_path: Path,
+) -> None:
+    """A read the engine answered, the same read missed (the engine down: the model got pi's
+    own output), the engine back, then pi's compaction: the files-read table after the summary
+    has one row for the file, the engine's own read with the file's own hash, not the import's
+    stand-in for the missed one (nor a second row for it)."""
+    with pi_project(tmp_path) as p:
+        (p.root / "a.py").write_text(A)
+        (p.root / ".pi").mkdir(exist_ok=True)
+        (p.root / ".pi" / "settings.json").write_text(json.dumps(
+            {"compaction": {"keepRecentTokens": 50}}))  # fmt: skip
+        assert p.ctxview("install", "pi").returncode == 0
+        read_a = {"tool": "read", "input": {"path": "a.py"}}
+        steps = [read_a, *_down_then_back(p, [read_a], {"tool": "bash", "input": {
+            "command": "true"}}), {"text": "Done one."}, {"text": "Done two."}]  # fmt: skip
+        with FakeAnthropic(steps) as api:
+            p.provider(api.url)
+            rpc = Rpc(p)
+            try:
+                rpc.prompt("Work on a.py")
+                assert rpc.compact()["success"]
+                rpc.prompt("Now more")
+            finally:
+                rpc.close()
+        got = results(api.main_requests[3])
+        assert got["toolu_0002_read"] == A  # pi's own: the missed call
+        recorded = [(f["event"], f.get("tool_call_id")) for f in failures.read(p.store)]
+        assert ("pi.tool_result", "toolu_0002_read") in recorded, recorded
+        said = texts(api.main_requests[-1])
+        at = next(i for i, t in enumerate(said) if "<summary>" in t)
+        table = said[at + 1]
+        assert table.startswith("## Files read before this summary\n"), said
+        own = hashlib.sha256(A.encode()).hexdigest()[:8]
+        rows = [row for row in table.split("\n") if row.startswith("| a.py ")]
+        assert rows == [f"| a.py | 1-4 of 4 | {own} | #1000 |"], table
+
+
+@needs_pi
+def test_two_reads_the_extension_missed_are_both_stored_in_full(tmp_path: Path) -> None:
+    """Two reads of one file, both missed (the model got pi's own output of each, in full): the
+    hooked session stores both in full, as the model got them, not the second as an "Unchanged
+    since" stub the model never saw; the engine's own read after them is full too (a missed
+    read stubs nothing)."""
+    with pi_project(tmp_path) as p:
+        (p.root / "a.py").write_text(A)
+        (p.root / "b.py").write_text("b = 1\n")
+        assert p.ctxview("install", "pi").returncode == 0
+        read_a = {"tool": "read", "input": {"path": "a.py"}}
+        steps = [{"tool": "read", "input": {"path": "b.py"}},  # the engine up, then held down
+                 *_down_then_back(p, [read_a, read_a], read_a), {"text": "Done."}]  # fmt: skip
+        with FakeAnthropic(steps) as api:
+            p.provider(api.url)
+            p.print("go")
+        got = results(api.main_requests[-1])
+        assert got["toolu_0002_read"] == got["toolu_0003_read"] == A  # pi's own, both
+        assert re.fullmatch(r"\[#1003 a\.py lines 1-4 of 4 sha [0-9a-f]{8}\]\n1: x = 1\n"
+                            r"2: y = 2\n3: z = 3\n4: w = 4", got["toolu_0004_read"])  # fmt: skip
+        _, shown = _stored(p)
+        assert [ref for ref, _ in shown] == ["toolu_0001_read", "toolu_0002_read",
+                                             "toolu_0003_read", "toolu_0004_read"]  # fmt: skip
+        for (_, text), rid in zip(shown[1:3], ("#1001", "#1002"), strict=True):
+            assert re.fullmatch(rf"\[{rid} a\.py lines 1-4 of 4 sha [0-9a-f]{{8}}\]\n1: x = 1\n"
+                                r"2: y = 2\n3: z = 3\n4: w = 4", text), text  # fmt: skip
+        assert shown[3][1] == got["toolu_0004_read"]
+        (pi_file,) = p.sessions()
+        assert p.ctxview("import", str(pi_file)).returncode == 0
+        assert _stored(p)[1] == shown  # an import afterwards adds nothing

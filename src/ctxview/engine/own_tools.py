@@ -69,11 +69,11 @@ class OwnTools:
             sha8 = sha[: self.config["sha_digits"]]
             bracket = brackets.read_binary(self.results.ref(rid), path, sha8)
             return Result(rid, "read", brackets.with_sentence(bracket, sentence), sentence,
-                          "binary", path=path, sha=sha, data={"key": key})  # fmt: skip
+                          "binary", path=path, sha=sha, data={"key": key, "own": True})  # fmt: skip
         lines, total = window_lines(data, offset, limit)  # only the window is decoded
         if (total == 0 and offset > 1) or (total > 0 and offset > total):
             raise ToolError("error.offset_past_end", offset=offset, path=path, n=total)
-        return self.results.read_result(path, key, offset, lines, total, sha)
+        return self.results.read_result(path, key, offset, lines, total, sha, own=True)
 
     # list, glob, grep
 

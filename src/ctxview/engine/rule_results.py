@@ -80,31 +80,41 @@ class RuleResults:
         return result
 
     def read_result(self, path: str, key: str, first: int, shown_lines: list[str], total: int,
-                     sha: str) -> Result:  # fmt: skip
-        """§1 and §2: a full read, or a stub when an earlier full read already shows the lines."""
+                     sha: str, *, own: bool, whole: bool = False) -> Result:  # fmt: skip
+        """§1 and §2: a full read, or a stub when an earlier full read already shows the lines.
+        `own`: `sha` hashes the file's bytes (else it stands in for them, and says nothing of
+        the file's content). `whole`: the model got this read whole from its host, so it is
+        full and kept out of the dedupe table (`Session.insert_read`)."""
         rid = self.take_id()
         ref, sha8 = self.ref(rid), sha[: self.config["sha_digits"]]
         facts: dict[str, Any] = {"path": path, "sha": sha, "line_total": total}
-        self.known[key] = (sha, rid)
+        data: dict[str, Any] = {"key": key}
+        if own:
+            data["own"] = True
+            self.known[key] = (sha, rid)
+        if whole:
+            data["whole"] = True
         if total == 0:
             # An empty file is never a stub: its full answer is as short as one.
-            self.dedupe.add_read(ReadEntry(rid, key, path, 0, 0, 0, sha))
+            if not whole:
+                self.dedupe.add_read(ReadEntry(rid, key, path, 0, 0, 0, sha))
             return Result(rid, "read", brackets.read_empty(ref, path, sha8), "", "full",
-                          line_from=0, line_to=0, data={"key": key}, **facts)  # fmt: skip
+                          line_from=0, line_to=0, data=data, **facts)  # fmt: skip
         last = first + len(shown_lines) - 1
         body = numbered(shown_lines, first)
         bracket = brackets.read(ref, path, first, last, total, sha8)
-        hit = self.dedupe.unchanged(key, sha, first, last)
+        hit = None if whole else self.dedupe.unchanged(key, sha, first, last)
         if hit is not None:
             sentence = self.config.text(
                 "text.unchanged", ref=self.ref(hit.rid), lines=f"{hit.first}-{hit.last}"
             )
             return Result(rid, "read", brackets.with_sentence(bracket, sentence), body,
                           "unchanged", points_to=hit.rid, line_from=first, line_to=last,
-                          data={"key": key}, **facts)  # fmt: skip
-        self.dedupe.add_read(ReadEntry(rid, key, path, first, last, total, sha))
+                          data=data, **facts)  # fmt: skip
+        if not whole:
+            self.dedupe.add_read(ReadEntry(rid, key, path, first, last, total, sha))
         return Result(rid, "read", brackets.with_body(bracket, body), body, "full",
-                      line_from=first, line_to=last, data={"key": key}, **facts)  # fmt: skip
+                      line_from=first, line_to=last, data=data, **facts)  # fmt: skip
 
     def edit_result(self, tool: str, changes: list[edits.Change], notes: list[str]) -> Result:
         result = edits.edit_result(self.take_id(), tool, changes, notes, self.config)

@@ -160,7 +160,9 @@ class Session:
                 self.dedupe.clear()
             if ev.rid is None:  # the rest is about results, and every result has an id
                 continue
-            if ev.rkind == "full" and ev.tool == "read" and ev.sha and "key" in extra:
+            # A read the model got whole from its host (`insert_read(whole=True)`) is no entry.
+            if (ev.rkind == "full" and ev.tool == "read" and ev.sha and "key" in extra
+                    and not extra.get("whole")):  # fmt: skip
                 self.dedupe.add_read(ReadEntry(ev.rid, extra["key"], ev.path or "",
                                                ev.line_from or 0, ev.line_to or 0,
                                                ev.line_total or 0, ev.sha))  # fmt: skip
@@ -168,7 +170,7 @@ class Session:
                 self.dedupe.add_result(
                     ResultEntry(ev.rid, ev.tool or "", extra["args_key"], extra["text_sha"])
                 )
-            if ev.sha and "key" in extra:
+            if ev.sha and extra.get("own") and "key" in extra:  # a stand-in says nothing
                 self._known[extra["key"]] = (ev.sha, ev.rid)
             if ev.kind == "result":
                 # An edit's files: what the session itself wrote there (no "changed outside"
@@ -244,16 +246,24 @@ class Session:
         seen: int | None = None,
         ts: float | None = None,
         host_form: Callable[[Result], str] | None = None,
+        own: bool = False,
+        whole: bool = False,
     ) -> str:
         """Insert a read the harness made (an importer knows the lines, their range, the file's
         length and a hash standing for its content): the same §1/§2 rules as `run("read")`.
+
+        `own`: `sha` is the SHA-256 of the file's bytes, not a stand-in; only such a hash is
+        the content the "changed outside" note compares with. `whole`: the model already got
+        this read whole from its host (a call the host's hook missed): stored in full, never a
+        stub, and no entry of the dedupe table (no stub points at it, no files-read row).
 
         `host_form`, for a host that shows a read in a form of its own (Claude Code numbers the
         lines itself): from the result as the rules built it (its `rkind`, its `shown`), the
         text the model is given instead; that text is what is stored as shown and returned."""
         ref = call_ref or self._call_ref()
         ts = ts if ts is not None else time.time()
-        result = self.results.read_result(path, key, first, lines, total, sha)
+        result = self.results.read_result(path, key, first, lines, total, sha, own=own,
+                                          whole=whole)  # fmt: skip
         if host_form is not None:
             result.shown = host_form(result)
         await self._store(result, ref, seen, ts, call=self._call_event(ts, "read", args, ref))
@@ -380,6 +390,10 @@ class Session:
 
     def ref(self, rid: int) -> str:
         return format_id(rid, self.config["ids.digits"])
+
+    def key(self, path: str) -> str:
+        """A path as the rules compare it (`Workspace.key`), for a host's call."""
+        return self.workspace.key(path)
 
     @property
     def next_rid(self) -> int:

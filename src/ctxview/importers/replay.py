@@ -10,6 +10,12 @@ So two reads get the same sha exactly when nothing the transcript knows says the
 and the engine's own §2 rule decides the stub. Lines seen are kept as CRC-32s in the session's
 state, so an import resumed mid-file (after a kill, or a file that grew) decides as one import of
 the whole file does.
+
+In a hooked session (its host answers calls live, hashing a read by the file's own bytes) an
+import stores only the calls the host missed, whose output the model got whole from the agent:
+such a read is stored in full and kept out of the dedupe table (`insert_read(whole=True)`), so
+its stand-in neither stubs nor is stubbed, and gives no files-read row. Its key is the engine's,
+so the session's live calls on the file and the replay's are about one file.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 from ctxview.engine.session import Session
+from ctxview.tools.workspace import Workspace
 
 SEARCH_TOOLS = frozenset({"grep", "glob", "list"})
 
@@ -69,7 +76,10 @@ class Replay:
     """One ctxview session being filled from a source: the engine's Session, plus what the
     transcript has told about each path. `data` is the session's data JSON, kept whole."""
 
-    def __init__(self, session: Session, cwd: str, data: dict[str, Any]) -> None:
+    def __init__(self, session: Session, cwd: str, data: dict[str, Any], *,
+                 live: bool = False) -> None:  # fmt: skip
+        """`live`: the host answers its calls through this replay (Gemini's engine), rather
+        than an import storing what a hooked session's host did not answer."""
         self.session = session
         self.cwd = cwd or "/"
         self.data = data
@@ -79,19 +89,37 @@ class Replay:
         # path -> {line number (a str: JSON's keys) -> CRC-32 of the line seen there}
         self._seen_lines: dict[str, dict[str, int]] = state.setdefault("lines", {})
         self.title: str | None = None  # a new title to write with the state
+        self._keys: dict[str, str] = {}  # path -> the engine's key (`key`), under _workspace
+        self._workspace: tuple[str, Workspace] | None = None
+        # A hooked session's host answered its calls live; what an import stores there is a
+        # call the host missed, whose output the model got whole from the agent.
+        self._missed = bool(data.get("hooked")) and not live
 
     @property
     def id(self) -> str:
         return self.session.id
 
     def key(self, path: str) -> str:
-        """A path as the engine compares it: absolute, normalised, against the source's cwd."""
+        """A path as the engine compares it (`Workspace.key`), the one a host's live call gives
+        the same file: relative inside the source's cwd (the session's workspace; the cwd may be
+        learnt after the session was made, `runner._identify_again`)."""
+        if self._workspace is None or self._workspace[0] != self.cwd:
+            self._workspace = (self.cwd, Workspace(self.cwd))
+            self._keys.clear()
+        key = self._keys.get(path)
+        if key is None:
+            key = self._keys[path] = self._workspace[1].key(self._place(path))
+        return key
+
+    def _place(self, path: str) -> str:
+        """A path as the replay's own state names it (and its stand-in hashes it): absolute,
+        normalised, against the source's cwd."""
         joined = path if path.startswith("/") else posixpath.join(self.cwd, path)
         return posixpath.normpath(joined)
 
     def changed(self, path: str) -> None:
         """The transcript changed the file at `path`: later reads of it are of new content."""
-        key = self.key(path)
+        key = self._place(path)
         self._gen[key] = self._gen.get(key, 0) + 1
         self._total.pop(key, None)
         self._seen_lines.pop(key, None)
@@ -104,7 +132,7 @@ class Replay:
         """`maybe_one_less`: `total` is a guess that may be one more than the file's length
         (Claude Code's count of a read short of the end, `claude_code.read_lines`); a length
         known from an earlier read of this generation wins."""
-        key = self.key(path)
+        key = self._place(path)
         last = first + len(lines) - 1
         known_total = self._total.get(key)
         if total is None:  # a numbered result alone does not give the file's length
@@ -130,8 +158,9 @@ class Replay:
         sha = hashlib.sha256(f"ctxview-import\0{key}\0{gen}\0{total}".encode()).hexdigest()
         if total == 0:
             first = 1
-        return await self.session.insert_read(args, path, key, first, lines, total, sha,
-                                              call_ref=call_ref, seen=seen, ts=ts)  # fmt: skip
+        return await self.session.insert_read(args, path, self.key(path), first, lines, total,
+                                              sha, call_ref=call_ref, seen=seen, ts=ts,
+                                              whole=self._missed)  # fmt: skip
 
     async def search(self, tool: str, args: dict[str, Any], output: str, *, call_ref: str,
                      seen: int, ts: float) -> str:  # fmt: skip

@@ -42,6 +42,14 @@ class Workspace:
             raise ToolError("error.outside", path=path)
         return real[len(self.real) + 1 :].replace(os.sep, "/")
 
+    def key(self, path: str) -> str:
+        """The key the rules compare a read or an edit of `path` by: `resolve`'s inside the
+        workspace, else the real absolute path (a file outside may still be read by a host)."""
+        try:
+            return self.resolve(path)
+        except ToolError:
+            return os.path.realpath(path)
+
     def load(self, key: str, path: str) -> bytes | None:
         """The file's bytes, or None when there is none; `path` names it in an error."""
         try:

@@ -119,7 +119,7 @@ async def _read_tool(
     if not isinstance(file, dict) or not isinstance(file.get("content"), str):
         raise HookError("a Read output without file.content")
     path = str(file.get("filePath") or args.get("file_path") or "")
-    key = _key(session, path)
+    key = session.key(path)
     window = session.config["window.lines"]
     told = read_lines(file, args, window)  # what Claude Code says it read, for the check
     # In a thread: a big file's hash must not hold up the other sessions' hooks.
@@ -158,6 +158,7 @@ async def _read_tool(
         seen=len(file["content"]),
         ts=time.time(),
         host_form=claude_form,
+        own=real_total is not None,  # else `sha` is a stand-in
     )
     return {
         **resp,
@@ -205,7 +206,7 @@ async def _edit(
     return await session.insert_edit(
         _EDITS[name],
         {"path": path, **_without(args, "file_path")},
-        [(path, _key(session, path), old, new)],
+        [(path, session.key(path), old, new)],
         call_ref=ref,
         seen=len(json.dumps(resp, default=str)),
     )
@@ -228,7 +229,7 @@ async def _notebook(
     return await session.insert_edit(
         "edit",
         {"path": path, **_without(args, "notebook_path")},
-        [(path, _key(session, path), old, new)],
+        [(path, session.key(path), old, new)],
         call_ref=ref,
         seen=len(json.dumps(resp, default=str)),
     )
@@ -364,15 +365,6 @@ def _post(updated: Any, context: str | None = None, event: str = "PostToolUse") 
     if context:
         out["additionalContext"] = context
     return {"hookSpecificOutput": out}
-
-
-def _key(session: Session, path: str) -> str:
-    """A path as the engine compares it: workspace-relative inside the workspace (as its own
-    tools and the MCP server's make it), else the real absolute path."""
-    try:
-        return session.workspace.resolve(path)
-    except ToolError:
-        return os.path.realpath(path)
 
 
 def _table(value: Any) -> dict[str, Any]:

@@ -225,7 +225,7 @@ class GeminiEngine:
         else:
             data = json.loads(info["data"] or "{}")
             session = await Session.resume(writer, key)
-        replay = self.replays[key] = Replay(session, cwd, data)
+        replay = self.replays[key] = Replay(session, cwd, data, live=True)
         return replay
 
     async def _save(self, replay: Replay) -> None:

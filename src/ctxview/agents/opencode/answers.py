@@ -42,7 +42,6 @@ from ctxview.importers.codex import _search_tool
 from ctxview.importers.opencode import tool_how
 from ctxview.rules.compaction import files_read_table
 from ctxview.store.probe import Probe
-from ctxview.tools import ToolError
 
 if TYPE_CHECKING:
     from ctxview.agents.claude_code.hooks import HookEngine
@@ -190,7 +189,7 @@ async def _tool(session: Session, p: dict[str, Any]) -> dict[str, Any] | None:
     elif isinstance(how, Edit):
         shown = await session.insert_edit(
             "edit" if how.old is not None else "write", {"path": how.path, **args},
-            [(how.path, _key(session, how.path), how.old, how.new)], call_ref=ref, seen=seen,
+            [(how.path, session.key(how.path), how.old, how.new)], call_ref=ref, seen=seen,
         )  # fmt: skip
     elif name == "bash":
         command = c if isinstance(c := args.get("command"), str) else ""
@@ -206,12 +205,13 @@ async def _read(session: Session, args: dict[str, Any], how: Read, ref: str | No
     """OpenCode's read through §1/§2: the file's real hash and length when it can be read (the
     plugin runs right after the read), else a stand-in that changes with what was shown."""
     sha, total = await _small_inline(how.path, _file_facts, how)
+    own = total is not None
     if total is None:
         total = how.total if how.total is not None else how.first + len(how.lines) - 1
     return await session.insert_read(
         {"path": how.path, **{k: v for k, v in args.items() if k != "filePath"}},
-        how.path, _key(session, how.path), how.first, how.lines, total, sha,
-        call_ref=ref, seen=seen,
+        how.path, session.key(how.path), how.first, how.lines, total, sha,
+        call_ref=ref, seen=seen, own=own,
     )  # fmt: skip
 
 
@@ -282,10 +282,3 @@ async def _compacted(served: _Served, p: dict[str, Any]) -> dict[str, Any] | Non
     await session.compact(summary, data={"source": "hook", "summary_id": mark, "table": table})
     served.summaries.add(mark)
     return {"table": table} if table else None
-
-
-def _key(session: Session, path: str) -> str:
-    try:
-        return session.workspace.resolve(path)
-    except ToolError:
-        return os.path.realpath(path)

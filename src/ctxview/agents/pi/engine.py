@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxview.agents import live
 from ctxview.agents.claude_code.served import Served, Sessions
-from ctxview.agents.claude_code.tool_answers import MAX_FILE_BYTES, _file_facts, _key
+from ctxview.agents.claude_code.tool_answers import MAX_FILE_BYTES, _file_facts
 from ctxview.agents.hook_trace import Trace
 from ctxview.engine.session import Session
 from ctxview.files.regular import read_regular
@@ -188,18 +188,20 @@ async def tool_result(session: Session, p: dict[str, Any]) -> str | None:
     if name == "read" and path and not error:
         read = read_of(path, args, text)
         if read is not None:
-            key = _key(session, path)
+            key = session.key(path)
             sha, total = await asyncio.to_thread(_file_facts, session, _abs(p, path),
                                                  read.first, read.lines, read.total or 0)  # fmt: skip
+            own = total is not None  # else the sha is a stand-in (the file not readable)
             total = total if total is not None else (read.total or read.first + len(read.lines) - 1)
             return await session.insert_read(args, path, key, read.first, read.lines, total, sha,
-                                             call_ref=ref, seen=len(text), ts=ts)  # fmt: skip
+                                             call_ref=ref, seen=len(text), ts=ts,
+                                             own=own)  # fmt: skip
     if name in _EDITS and path and not error and "before" in p:
         before = p.get("before")
         after = await asyncio.to_thread(_text_of, _abs(p, path))
         if after is not None and (before is None or isinstance(before, str)):
             # pi's own answer only says the edit was made: the diff says more.
-            return await session.insert_edit(name, args, [(path, _key(session, path), before,
+            return await session.insert_edit(name, args, [(path, session.key(path), before,
                                                            after)], call_ref=ref,
                                              seen=len(text), ts=ts)  # fmt: skip
     tool = _SEARCHES.get(name) if not error else None
