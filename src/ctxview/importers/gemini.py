@@ -67,6 +67,7 @@ _KEEP = 512  # message ids remembered (a message is written again only while its
 HOOK_REF = "gm-hook:"  # the call_ref of a result ctxview's Gemini hook stored
 COMPRESSED_ACK = "Got it. Thanks for the additional context!"  # 0.61's chatCompressionService
 SUBAGENT = "subagent"  # a chat file header's kind for a sub-agent's own transcript
+AGENT_TOOL = "invoke_agent"  # Gemini's one tool that runs a sub-agent
 
 
 class GeminiParser(SimpleParser):
@@ -154,7 +155,17 @@ class GeminiParser(SimpleParser):
         return False
 
     async def _call(self, call: dict[str, Any], fallback: float) -> None:
-        if await self._live.stored(_hook_ref(call.get("description")) or call["id"]):
+        ref = _hook_ref(call.get("description")) or call["id"]
+        stored = await self._live.stored(ref)
+        agent = id_text(call.get("agentId"))
+        if agent and call.get("name") == AGENT_TOOL:
+            # Gemini's record of the call names the sub-agent it ran (0.61's
+            # packages/core/src/agents/local-invocation.ts returns `data: {agentId}`, which
+            # GeminiChat.recordCompletedToolCalls writes as the record's `agentId`), and the
+            # sub-agent's chat file is `chats/<this session>/<agentId>.jsonl`
+            # (ChatRecordingService.initialize: the executor's agentId is its sessionId).
+            await self.hub.link_agent(agent, ref if stored else call["id"], f"gm-{agent}")
+        if stored:
             return
         name = str(call.get("name") or "tool")
         args = call.get("args")
