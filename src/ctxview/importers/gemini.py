@@ -63,6 +63,7 @@ _SHELL = ("run_shell_command", "shell")
 _NOTICES = ("info", "error", "warning")
 _STATUS = re.compile(r"Showing lines (\d+)-(\d+) of (\d+) total lines")
 _CONTENT = "--- FILE CONTENT (truncated) ---\n"
+_AGENT_CALL = re.compile(r"\A(.+)#\d+-\d+\Z", re.S)
 _KEEP = 512  # message ids remembered (a message is written again only while its turn runs)
 HOOK_REF = "gm-hook:"  # the call_ref of a result ctxview's Gemini hook stored
 COMPRESSED_ACK = "Got it. Thanks for the additional context!"  # 0.61's chatCompressionService
@@ -175,6 +176,26 @@ class GeminiParser(SimpleParser):
         how = _how(name, args, text, call.get("resultDisplay"), call.get("status") == "success")
         await put_result(self.hub.main, how, args, text, call_ref=call["id"], seen=len(text),
                          ts=ts)  # fmt: skip
+
+
+def progress_calls(display: Any) -> list[str]:
+    """The call ids a sub-agent's progress (the `returnDisplay` of Gemini's `invoke_agent`:
+    `isSubagentProgress`, its `recentActivity`) lists: its own calls' ids, as its chat file has
+    them (0.61's packages/core/src/agents/local-invocation.ts takes each tool_call activity's id
+    from the executor's callId)."""
+    if not isinstance(display, dict) or display.get("isSubagentProgress") is not True:
+        return []
+    activity = display.get("recentActivity")
+    return [a["id"] for a in activity if isinstance(a, dict) and a.get("type") == "tool_call"
+            and id_text(a.get("id"))] if isinstance(activity, list) else []  # fmt: skip
+
+
+def agent_of_call(call_id: str) -> str | None:
+    """The sub-agent a call id of its own names: Gemini makes it `<agentId>#<turn>-<index>` when
+    the model gave the call no id (local-executor.ts: `functionCall.id ?? `${promptId}-${index}``,
+    the prompt id `${agentId}#${turn}`)."""
+    m = _AGENT_CALL.match(call_id)
+    return m.group(1) if m else None
 
 
 def _hook_ref(description: Any) -> str | None:
