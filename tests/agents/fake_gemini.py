@@ -31,6 +31,11 @@ class Call:
     name: str
     args: dict[str, Any]
     prompt_tokens: int = 100  # the usage reported with it (Gemini compresses on the last one)
+    id: str | None = None  # the call's id, as a model may give one (else Gemini makes its own)
+
+    def part(self) -> dict[str, Any]:
+        call = {"name": self.name, "args": self.args, **({"id": self.id} if self.id else {})}
+        return {"functionCall": call}
 
 
 @dataclass
@@ -101,11 +106,9 @@ class Scripted(ScriptedServer[Call | Calls | Say]):
             return _answer([{"text": "ok"}])
         step = self._agent_step(body) or self.take(Say("done."))
         if isinstance(step, Call):
-            return _answer([{"functionCall": {"name": step.name, "args": step.args}}],
-                           step.prompt_tokens)  # fmt: skip
+            return _answer([step.part()], step.prompt_tokens)
         if isinstance(step, Calls):
-            return _answer([{"functionCall": {"name": c.name, "args": c.args}} for c in step.calls],
-                           step.prompt_tokens)  # fmt: skip
+            return _answer([c.part() for c in step.calls], step.prompt_tokens)
         self._more = step.more
         return _answer([{"text": step.text}], step.prompt_tokens)
 

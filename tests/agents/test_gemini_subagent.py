@@ -201,3 +201,33 @@ def test_two_sub_agents_at_once_are_each_linked_to_their_own_call(hooked: bool,
         prompt = next(p for p in prompts if p in sub.read_text())
         [ref] = [ref for ref, text in calls if f"found by {prompt}" in (text or "")]
         assert _link(store, f"gm-{sub.stem}") == ref, (prompt, calls)
+
+
+def test_a_sub_agent_whose_calls_have_the_models_ids_is_linked_too(tmp_path: Path) -> None:
+    """A model that gives its calls ids: the sub-agent's call ids no longer name it, so the
+    engine finds the sub-agent's chat file that holds them."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    steps: list[Call | Calls | Say] = [
+        Call("invoke_agent", {"agent_name": "codebase_investigator", "prompt": "sub-ids"}),
+        Say("fin."),
+    ]  # fmt: skip
+    agents: dict[str, list[Call | Say]] = {"sub-ids": [Call("complete_task", REPORT, id="m-9")]}
+    try:
+        with Scripted(steps, agents=agents) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "investigate")
+        assert done.returncode == 0, done.stderr
+    finally:
+        stop(store)
+    home = Path(environ["HOME"])
+    [parent_file] = chat_files(home)
+    sid = json.loads(parent_file.read_text().splitlines()[0])["sessionId"]
+    [sub_file] = (parent_file.parent / sid).glob("*.jsonl")
+    assert 'm-9"' in sub_file.read_text() and f"{sub_file.stem}#" not in sub_file.read_text()
+    imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))
+    assert imported.returncode == 0, imported.stderr
+    assert _link(store, f"gm-{sub_file.stem}") == _agent_call(store, f"gm-{sid}")

@@ -188,8 +188,10 @@ class GeminiEngine:
         calls = progress_calls(display)
         agent = next((a for a in map(agent_of_call, calls) if a), None)
         if agent is None and calls:  # the model gave its calls ids of its own
+            linked = replay.data.get(AGENTS)
             agent = await asyncio.to_thread(_agent_file, payload.get("transcript_path"), sid,
-                                            calls[0])  # fmt: skip
+                                            calls, set(linked) if isinstance(linked, dict) else
+                                            set())  # fmt: skip
         if agent is None or PREFIX + agent == replay.id:
             return
         child = PREFIX + agent
@@ -268,24 +270,30 @@ class GeminiEngine:
         await self.writer.update_session(replay.id, data=json.dumps(data, ensure_ascii=False))
 
 
-def _agent_file(transcript: Any, sid: str, call_id: str) -> str | None:
-    """The sub-agent whose chat file (`chats/<session id>/<agent id>.jsonl` beside the parent's,
-    names sanitized as ChatRecordingService does) holds the call."""
+def _agent_file(transcript: Any, sid: str, calls: list[str], linked: set[str]) -> str | None:
+    """The one sub-agent not yet linked whose chat file (`chats/<session id>/<agent id>.jsonl`
+    beside the parent's, names sanitized as ChatRecordingService does) holds all the calls (a
+    model's ids may repeat between two sub-agents: none rather than the wrong one)."""
     if not isinstance(transcript, str) or not transcript:
         return None
     folder = Path(transcript).parent / _UNSAFE.sub("_", sid)
-    needle = json.dumps(call_id).encode()
+    needles = [json.dumps(c, ensure_ascii=False).encode() for c in calls]  # as JSON.stringify
     try:
         files = sorted(folder.glob("*.jsonl"))
     except OSError:
         return None
+    found = []
     for f in files:
+        if f.stem in linked:
+            continue
         try:
-            if f.stat().st_size <= AGENT_FILE_MAX and needle in f.read_bytes():
-                return f.stem
+            if f.stat().st_size <= AGENT_FILE_MAX:
+                text = f.read_bytes()
+                if all(n in text for n in needles):
+                    found.append(f.stem)
         except OSError:
             continue
-    return None
+    return found[0] if len(found) == 1 else None
 
 
 def _content_text(content: Any) -> str:
