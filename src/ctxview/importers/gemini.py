@@ -9,7 +9,10 @@ own, `agents/gemini/compression.py`).
 
 A `gemini` message is the model's turn: its text, its thoughts (summaries), its tokens (`cached`
 is inside `input`, normalised to Claude's additive counting) and its tool calls, whose results
-are inline. `info`, `error` and `warning` messages are the CLI's notices.
+are inline. `info`, `error` and `warning` messages are the CLI's notices. An `invoke_agent`
+call's record names the sub-agent it ran (`agentId`), whose own file
+`chats/<session>/<agentId>.jsonl` is the child session `gm-<agentId>`, linked to that call
+(`Hub.link_agent`).
 
 Tools: `read_file {file_path|absolute_path, offset (0-based), limit}` is a read (Gemini's note
 "Showing lines a-b of T total lines" gives the file's length; an output Gemini masked in the

@@ -25,7 +25,8 @@ session's data, never an import's state.
 
 A sub-agent (`invoke_agent`, between its BeforeTool and AfterTool hooks) runs its hooks under
 the parent's session id, with a tool registry of its own that has no `show`: its calls and its
-requests are left as Gemini made them.
+requests are left as Gemini made them. The `invoke_agent` call itself is stored, and linked to
+the sub-agent its progress names (`_link_agent`), for the import of the sub-agent's chat file.
 
 A compression (`/compress`, or Gemini's own past its threshold) is seen by `BeforeModel` in the
 request after it (`compression.py`; a `PreCompress` "manual" before says it was `/compress`):
