@@ -11,6 +11,7 @@ import shutil
 import traceback
 from pathlib import Path
 
+from gemini_subagent_files import write as write_subagent_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from import_fuzz import MUTATIONS, command_errors, run_import
@@ -104,3 +105,21 @@ def test_a_broken_file_of_a_resumed_gemini_session_never_raises(
     case = f"{'+'.join(kinds)} of the {broken} file, the second {second} (seed {seed})"
     for path in (work / "tmp", other, first):
         _check(case, store, path)
+
+
+@_SETTINGS
+@given(which=st.integers(0, 2), kinds=st.lists(st.sampled_from(sorted(MUTATIONS)), min_size=1,
+       max_size=2), seed=st.integers(0, 2**32 - 1))  # fmt: skip
+def test_a_broken_gemini_sub_agent_folder_never_raises(tmp_path_factory, which: int,
+                                                       kinds: list[str], seed: int) -> None:  # fmt: skip
+    """A parent's chat file and its two sub-agents' (gemini_subagent_files.py), one of the three
+    broken, the folder imported: the links to the invoke_agent calls are looked up either way."""
+    work = tmp_path_factory.mktemp("fuzz-gm")
+    parent, agents = write_subagent_files(work / "tmp")
+    target = [parent, *agents][which]
+    rng = random.Random(seed)
+    data = target.read_bytes()
+    for kind in kinds:
+        data = MUTATIONS[kind](rng, data) if data else data
+    target.write_bytes(data)
+    _check(f"{'+'.join(kinds)} of {target.name} (seed {seed})", work / "s.db", work / "tmp")

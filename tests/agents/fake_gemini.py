@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -31,6 +31,11 @@ class Call:
     name: str
     args: dict[str, Any]
     prompt_tokens: int = 100  # the usage reported with it (Gemini compresses on the last one)
+    id: str | None = None  # the call's id, as a model may give one (else Gemini makes its own)
+
+    def part(self) -> dict[str, Any]:
+        call = {"name": self.name, "args": self.args, **({"id": self.id} if self.id else {})}
+        return {"functionCall": call}
 
 
 @dataclass
@@ -41,9 +46,20 @@ class Say:
 
 
 @dataclass
-class Scripted(ScriptedServer[Call | Say]):
+class Calls:
+    """Function calls the model makes at once, in one answer (Gemini runs them together)."""
+
+    calls: list[Call]
+    prompt_tokens: int = 100
+
+
+@dataclass
+class Scripted(ScriptedServer[Call | Calls | Say]):
     # `requests`: every request as {"path", "body", "at", "done"} (perf_counter seconds)
     _more: bool = False
+    # Sub-agents running at once, each its own script: a turn that offers `complete_task` (a
+    # sub-agent's) and holds the key (a text of its prompt) takes that script's next step.
+    agents: dict[str, list[Call | Say]] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -88,12 +104,24 @@ class Scripted(ScriptedServer[Call | Say]):
             if "state_snapshot" in json.dumps(body):
                 return _answer([{"text": SUMMARY}])
             return _answer([{"text": "ok"}])
-        step = self.take(Say("done."))
+        step = self._agent_step(body) or self.take(Say("done."))
         if isinstance(step, Call):
-            return _answer([{"functionCall": {"name": step.name, "args": step.args}}],
-                           step.prompt_tokens)  # fmt: skip
+            return _answer([step.part()], step.prompt_tokens)
+        if isinstance(step, Calls):
+            return _answer([c.part() for c in step.calls], step.prompt_tokens)
         self._more = step.more
         return _answer([{"text": step.text}], step.prompt_tokens)
+
+    def _agent_step(self, body: Request) -> Call | Say | None:
+        names = {d.get("name") for t in body.get("tools", []) for d in
+                 t.get("functionDeclarations", [])}  # fmt: skip
+        if not self.agents or "complete_task" not in names:
+            return None
+        text = json.dumps(body)
+        for key, script in self.agents.items():
+            if key in text:
+                return script.pop(0) if script else Say("done.")
+        return None
 
 
 def _answer(parts: list[dict[str, Any]], prompt_tokens: int = 100) -> dict[str, Any]:

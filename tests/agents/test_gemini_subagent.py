@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from ctxview.agents.hook_client import stop
-from tests.agents.fake_gemini import Call, Say, Scripted, function_responses, response_text
+from tests.agents.fake_gemini import (
+    Call,
+    Calls,
+    Say,
+    Scripted,
+    function_responses,
+    response_text,
+)
 from tests.agents.gemini_helpers import CLI, chat_files, ctxview, env, run_gemini
 
 pytestmark = pytest.mark.skipif(not CLI.exists(), reason="npm ci --prefix tests/agents/gemini")
@@ -94,3 +101,133 @@ def test_a_sub_agents_calls_keep_gemini_output_and_the_parent_keeps_the_rules(
                                  "GROUP BY session").fetchall())  # fmt: skip
     assert rows == [(sessions[0], None), (f"gm-{sub_file.stem}", sessions[0])], rows
     assert counts == {sessions[0]: 3, f"gm-{sub_file.stem}": 3}, counts  # 2 reads, complete_task
+    # ... linked to the parent's invoke_agent call as the hooks stored it (the engine found the
+    # sub-agent in the call's result: Gemini's record of the tail call no longer names it).
+    assert _link(store, f"gm-{sub_file.stem}") == _agent_call(store, sessions[0])
+
+
+def _link(store: Path, sid: str) -> str | None:
+    with sqlite3.connect(store) as db:
+        return db.execute("SELECT parent_call FROM sessions WHERE id = ?", (sid,)).fetchone()[0]
+
+
+def _agent_call(store: Path, sid: str) -> str:
+    """The call_ref of the session's one invoke_agent result."""
+    with sqlite3.connect(store) as db:
+        [(ref,)] = db.execute(
+            "SELECT call_ref FROM events WHERE session = ? AND kind = 'result' AND "
+            "tool = 'invoke_agent'", (sid,)).fetchall()  # fmt: skip
+    return str(ref)
+
+
+def test_an_imported_sub_agent_is_linked_to_the_call_that_ran_it(tmp_path: Path) -> None:
+    """Without ctxview's hooks: `ctxview import ~/.gemini/tmp` takes the parent's chat file and
+    the sub-agent's (`chats/<parent's id>/<agent's id>.jsonl`), and the sub-agent's session is
+    linked to the parent's `invoke_agent` call, whose record in the chat file names the agent."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "notes.txt").write_text("alpha\nbeta\n")
+    f = str(proj / "notes.txt")
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    steps: list[Call | Say] = [
+        Call("invoke_agent", {"agent_name": "codebase_investigator", "prompt": "read notes"}),
+        Call("read_file", {"file_path": f}), Call("complete_task", REPORT),  # the sub-agent
+        Say("fin."),
+    ]  # fmt: skip
+    with Scripted(steps) as s:
+        environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+        done = run_gemini(proj, environ, "investigate notes.txt")
+    assert done.returncode == 0, done.stderr
+    home = Path(environ["HOME"])
+    [parent_file] = chat_files(home)
+    sid = json.loads(parent_file.read_text().splitlines()[0])["sessionId"]
+    [sub_file] = (parent_file.parent / sid).glob("*.jsonl")
+    calls = [c for line in parent_file.read_text().splitlines()
+             for c in json.loads(line).get("toolCalls") or [] if c.get("name") == "invoke_agent"]  # fmt: skip
+    assert {c["id"] for c in calls} and all(c.get("agentId") == sub_file.stem for c in calls), calls
+    imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))
+    assert imported.returncode == 0, imported.stderr
+    assert _link(store, f"gm-{sub_file.stem}") == calls[0]["id"] == _agent_call(store, f"gm-{sid}")
+
+
+@pytest.mark.parametrize("hooked", [True, False], ids=["hooked", "imported"])
+def test_two_sub_agents_at_once_are_each_linked_to_their_own_call(hooked: bool,
+                                                                  tmp_path: Path) -> None:  # fmt: skip
+    """One turn invokes two investigators, which Gemini runs at once: each one's session is
+    linked to its own invoke_agent call (the one whose result holds its report), with ctxview's
+    hooks (the engine links them) and without (the import does)."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "notes.txt").write_text("alpha\nbeta\n")
+    f = str(proj / "notes.txt")
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    if hooked:
+        assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    prompts = ("look-at-notes-AAA", "look-at-notes-BBB")
+    reports = {p: {"report": {"SummaryOfFindings": f"found by {p}", "ExplorationTrace": [],
+                              "RelevantLocations": []}} for p in prompts}  # fmt: skip
+    steps: list[Call | Calls | Say] = [
+        Calls([Call("invoke_agent", {"agent_name": "codebase_investigator", "prompt": p})
+               for p in prompts]),
+        Say("fin."),
+    ]  # fmt: skip
+    agents: dict[str, list[Call | Say]] = {
+        prompts[0]: [Call("read_file", {"file_path": f}), Call("complete_task", reports[prompts[0]])],
+        prompts[1]: [Call("complete_task", reports[prompts[1]])],
+    }  # fmt: skip
+    try:
+        with Scripted(steps, agents=agents) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "investigate notes.txt twice")
+        assert done.returncode == 0, done.stderr
+    finally:
+        stop(store)
+    home = Path(environ["HOME"])
+    [parent_file] = chat_files(home)
+    sid = json.loads(parent_file.read_text().splitlines()[0])["sessionId"]
+    subs = sorted((parent_file.parent / sid).glob("*.jsonl"))
+    assert len(subs) == 2, subs
+    imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))
+    assert imported.returncode == 0, imported.stderr
+    with sqlite3.connect(store) as db:
+        calls = db.execute(
+            "SELECT e.call_ref, b.shown FROM events e JOIN bodies b ON b.session = e.session AND "
+            "b.rid = e.rid WHERE e.session = ? AND e.kind = 'result' AND e.tool = 'invoke_agent'",
+            (f"gm-{sid}",)).fetchall()  # fmt: skip
+    assert len(calls) == 2 and len({ref for ref, _ in calls}) == 2, calls
+    for sub in subs:
+        prompt = next(p for p in prompts if p in sub.read_text())
+        [ref] = [ref for ref, text in calls if f"found by {prompt}" in (text or "")]
+        assert _link(store, f"gm-{sub.stem}") == ref, (prompt, calls)
+
+
+def test_a_sub_agent_whose_calls_have_the_models_ids_is_linked_too(tmp_path: Path) -> None:
+    """A model that gives its calls ids: the sub-agent's call ids no longer name it, so the
+    engine finds the sub-agent's chat file that holds them."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    environ = env(tmp_path, "")
+    store = Path(environ["CTXVIEW_STORE"])
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    steps: list[Call | Calls | Say] = [
+        Call("invoke_agent", {"agent_name": "codebase_investigator", "prompt": "sub-ids"}),
+        Say("fin."),
+    ]  # fmt: skip
+    agents: dict[str, list[Call | Say]] = {"sub-ids": [Call("complete_task", REPORT, id="m-9")]}
+    try:
+        with Scripted(steps, agents=agents) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, "investigate")
+        assert done.returncode == 0, done.stderr
+    finally:
+        stop(store)
+    home = Path(environ["HOME"])
+    [parent_file] = chat_files(home)
+    sid = json.loads(parent_file.read_text().splitlines()[0])["sessionId"]
+    [sub_file] = (parent_file.parent / sid).glob("*.jsonl")
+    assert 'm-9"' in sub_file.read_text() and f"{sub_file.stem}#" not in sub_file.read_text()
+    imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))
+    assert imported.returncode == 0, imported.stderr
+    assert _link(store, f"gm-{sub_file.stem}") == _agent_call(store, f"gm-{sid}")

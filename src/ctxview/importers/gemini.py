@@ -9,7 +9,10 @@ own, `agents/gemini/compression.py`).
 
 A `gemini` message is the model's turn: its text, its thoughts (summaries), its tokens (`cached`
 is inside `input`, normalised to Claude's additive counting) and its tool calls, whose results
-are inline. `info`, `error` and `warning` messages are the CLI's notices.
+are inline. `info`, `error` and `warning` messages are the CLI's notices. An `invoke_agent`
+call's record names the sub-agent it ran (`agentId`), whose own file
+`chats/<session>/<agentId>.jsonl` is the child session `gm-<agentId>`, linked to that call
+(`Hub.link_agent`).
 
 Tools: `read_file {file_path|absolute_path, offset (0-based), limit}` is a read (Gemini's note
 "Showing lines a-b of T total lines" gives the file's length; an output Gemini masked in the
@@ -63,10 +66,12 @@ _SHELL = ("run_shell_command", "shell")
 _NOTICES = ("info", "error", "warning")
 _STATUS = re.compile(r"Showing lines (\d+)-(\d+) of (\d+) total lines")
 _CONTENT = "--- FILE CONTENT (truncated) ---\n"
+_AGENT_CALL = re.compile(r"\A(.+)#\d+-\d+\Z", re.S)
 _KEEP = 512  # message ids remembered (a message is written again only while its turn runs)
 HOOK_REF = "gm-hook:"  # the call_ref of a result ctxview's Gemini hook stored
 COMPRESSED_ACK = "Got it. Thanks for the additional context!"  # 0.61's chatCompressionService
 SUBAGENT = "subagent"  # a chat file header's kind for a sub-agent's own transcript
+AGENT_TOOL = "invoke_agent"  # Gemini's one tool that runs a sub-agent
 
 
 class GeminiParser(SimpleParser):
@@ -165,7 +170,17 @@ class GeminiParser(SimpleParser):
         return False
 
     async def _call(self, call: dict[str, Any], fallback: float) -> None:
-        if await self._live.stored(_hook_ref(call.get("description")) or call["id"]):
+        ref = _hook_ref(call.get("description")) or call["id"]
+        stored = await self._live.stored(ref)
+        agent = id_text(call.get("agentId"))
+        if agent and call.get("name") == AGENT_TOOL:
+            # Gemini's record of the call names the sub-agent it ran (0.61's
+            # packages/core/src/agents/local-invocation.ts returns `data: {agentId}`, which
+            # GeminiChat.recordCompletedToolCalls writes as the record's `agentId`), and the
+            # sub-agent's chat file is `chats/<this session>/<agentId>.jsonl`
+            # (ChatRecordingService.initialize: the executor's agentId is its sessionId).
+            await self.hub.link_agent(agent, ref if stored else call["id"], f"gm-{agent}")
+        if stored:
             return
         name = str(call.get("name") or "tool")
         args = call.get("args")
@@ -175,6 +190,26 @@ class GeminiParser(SimpleParser):
         how = _how(name, args, text, call.get("resultDisplay"), call.get("status") == "success")
         await put_result(self.hub.main, how, args, text, call_ref=call["id"], seen=len(text),
                          ts=ts)  # fmt: skip
+
+
+def progress_calls(display: Any) -> list[str]:
+    """The call ids a sub-agent's progress (the `returnDisplay` of Gemini's `invoke_agent`:
+    `isSubagentProgress`, its `recentActivity`) lists: its own calls' ids, as its chat file has
+    them (0.61's packages/core/src/agents/local-invocation.ts takes each tool_call activity's id
+    from the executor's callId)."""
+    if not isinstance(display, dict) or display.get("isSubagentProgress") is not True:
+        return []
+    activity = display.get("recentActivity")
+    return [a["id"] for a in activity if isinstance(a, dict) and a.get("type") == "tool_call"
+            and id_text(a.get("id"))] if isinstance(activity, list) else []  # fmt: skip
+
+
+def agent_of_call(call_id: str) -> str | None:
+    """The sub-agent a call id of its own names: Gemini makes it `<agentId>#<turn>-<index>` when
+    the model gave the call no id (local-executor.ts: `functionCall.id ?? `${promptId}-${index}``,
+    the prompt id `${agentId}#${turn}`)."""
+    m = _AGENT_CALL.match(call_id)
+    return m.group(1) if m else None
 
 
 def _hook_ref(description: Any) -> str | None:

@@ -69,10 +69,14 @@ class Hub:
             return self.replays[sid]
         return await self.replay(sid)
 
-    async def link_agent(self, agent_id: str, call_ref: str) -> None:
-        """A parent's Task/Agent call names its sub-agent: link the two, whichever came first."""
+    async def link_agent(self, agent_id: str, call_ref: str, child: str | None = None) -> None:
+        """A parent's call names its sub-agent (Claude Code's Task/Agent, Gemini's invoke_agent):
+        link the two, whichever came first. `child` is the sub-agent's session, `cc-<agent>` by
+        default."""
+        child = child or f"cc-{agent_id}"
+        if child == self.main.id:
+            return  # a record naming its own session as its sub-agent: no loop in the tree
         self.main.data.setdefault("agents", {})[agent_id] = call_ref
-        child = f"cc-{agent_id}"
         info = await self.writer.session_info(child)
         if info is not None and info["parent_call"] != call_ref:
             await self.writer.update_session(child, parent_session=self.main.id,

@@ -519,6 +519,7 @@ class FileImporter:
             # Gemini keeps a sub-agent's chat file in a folder named after its parent session.
             parent = session_id(fmt, SourceIds(self.path.parent.name))
             title = f"agent {ids.agent}"
+            call = await self._agent_call(parent, ids.agent)
         elif ids.agent:
             parent = f"cc-{ids.session}"
             meta = self.path.with_name(self.path.stem + ".meta.json")
@@ -533,9 +534,7 @@ class FileImporter:
                     data["agent"] = {k: found[k] for k in ("agentType", "worktreePath")
                                      if k in found}  # fmt: skip
             title = title or f"agent {ids.agent}"
-            pinfo = await self.writer.session_info(parent)
-            if pinfo is not None:
-                call = json.loads(pinfo["data"] or "{}").get("agents", {}).get(ids.agent)
+            call = await self._agent_call(parent, ids.agent)
         title = title or ids.title(fmt)
         session = await Session.start(
             self.writer, ids.cwd or "/", title=title, source=fmt, session_id=sid,
@@ -543,6 +542,16 @@ class FileImporter:
             parent_session=parent, parent_call=call, data=json.dumps(data),
         )  # fmt: skip
         return Replay(session, ids.cwd, data)
+
+    async def _agent_call(self, parent: str, agent: str) -> str | None:
+        """The parent's call that started the sub-agent, if the parent was imported first (else
+        its import links the two: `Hub.link_agent`)."""
+        pinfo = await self.writer.session_info(parent)
+        if pinfo is None:
+            return None
+        agents = json.loads(pinfo["data"] or "{}").get("agents")
+        call = agents.get(agent) if isinstance(agents, dict) else None
+        return call if isinstance(call, str) else None
 
 
 async def check_file(writer: Writer, path: Path | str) -> None:

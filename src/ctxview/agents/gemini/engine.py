@@ -25,7 +25,8 @@ session's data, never an import's state.
 
 A sub-agent (`invoke_agent`, between its BeforeTool and AfterTool hooks) runs its hooks under
 the parent's session id, with a tool registry of its own that has no `show`: its calls and its
-requests are left as Gemini made them.
+requests are left as Gemini made them. The `invoke_agent` call itself is stored, and linked to
+the sub-agent its progress names (`_link_agent`), for the import of the sub-agent's chat file.
 
 A compression (`/compress`, or Gemini's own past its threshold) is seen by `BeforeModel` in the
 request after it (`compression.py`; a `PreCompress` "manual" before says it was `/compress`):
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from pathlib import Path
@@ -47,7 +49,7 @@ from ctxview.agents.gemini import compression
 from ctxview.engine.session import Session
 from ctxview.importers.agent_tools import put_result
 from ctxview.importers.formats import GEMINI
-from ctxview.importers.gemini import HOOK_REF, _how
+from ctxview.importers.gemini import HOOK_REF, _how, agent_of_call, progress_calls
 from ctxview.importers.replay import Replay
 from ctxview.store.probe import Probe
 from ctxview.store.writer import Writer
@@ -64,7 +66,10 @@ AGENT_TOOL = "invoke_agent"  # Gemini's one tool that runs a sub-agent (codebase
 TASK_DONE_TOOL = "complete_task"  # a sub-agent's last call, its report
 COMPRESSED = "compressed"  # the session data's key: the summary's message and its table
 OWN_KEYS = ("hooked", "host", "replay", COMPRESSED)  # the session data this engine writes
+AGENTS = "agents"  # the session data's sub-agent -> call map, shared with the import (merged)
 LOCK_WAIT = 1.5  # seconds for the session's lock: under the hook client's 2 s
+AGENT_FILE_MAX = 64 << 20  # bytes of a sub-agent's chat file searched for its call
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")  # 0.61's sanitizeFilenamePart
 SEEN = 16  # the digests of a session's summaries kept: each one is recorded once
 
 
@@ -167,9 +172,35 @@ class GeminiEngine:
             how = _how(name, args, text, response.get("returnDisplay"), ok)
             shown = await put_result(replay, how, args, text, call_ref=ref, seen=len(text),
                                      ts=time.time())  # fmt: skip
+        if name == AGENT_TOOL:
+            await self._link_agent(sid, replay, payload, response.get("returnDisplay"), ref)
         await self._save(replay)
         return {"hookSpecificOutput": {"hookEventName": "AfterTool", "tailToolCallRequest": {
             "name": SHOW_TOOL, "args": {"text": shown, "ref": ref}}}}  # fmt: skip
+
+    async def _link_agent(self, sid: str, replay: Replay, payload: dict[str, Any], display: Any,
+                          ref: str) -> None:  # fmt: skip
+        """The sub-agent this invoke_agent call ran, linked to the call as stored here. Gemini's
+        record of the call in the chat file names it (`agentId`) only until the tail call
+        replaces its response, and the hook input never does; its progress (the result's
+        display) lists the sub-agent's own call ids, which name it or are in its chat file.
+        Two sub-agents of one turn each have their own calls, so each finds its own call. An
+        import of the sub-agent's file after this finds the call in the session's `agents`."""
+        calls = progress_calls(display)
+        agent = next((a for a in map(agent_of_call, calls) if a), None)
+        if agent is None and calls:  # the model gave its calls ids of its own
+            linked = replay.data.get(AGENTS)
+            agent = await asyncio.to_thread(_agent_file, payload.get("transcript_path"), sid,
+                                            calls, set(linked) if isinstance(linked, dict) else
+                                            set())  # fmt: skip
+        if agent is None or PREFIX + agent == replay.id:
+            return
+        child = PREFIX + agent
+        replay.data.setdefault(AGENTS, {})[agent] = ref
+        assert self.writer is not None
+        info = await self.writer.session_info(child)
+        if info is not None and info["parent_call"] != ref:  # its file was imported first
+            await self.writer.update_session(child, parent_session=replay.id, parent_call=ref)
 
     async def _before_model(self, sid: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         now = compression.messages_of(payload.get("llm_request"))
@@ -234,7 +265,36 @@ class GeminiEngine:
         info = await self.writer.session_info(replay.id)
         data = json.loads(info["data"] or "{}") if info is not None else {}
         data.update({k: replay.data[k] for k in OWN_KEYS if k in replay.data})
+        if isinstance(replay.data.get(AGENTS), dict):  # with an import's, which it may have
+            stored = data.get(AGENTS)
+            data[AGENTS] = {**(stored if isinstance(stored, dict) else {}), **replay.data[AGENTS]}
         await self.writer.update_session(replay.id, data=json.dumps(data, ensure_ascii=False))
+
+
+def _agent_file(transcript: Any, sid: str, calls: list[str], linked: set[str]) -> str | None:
+    """The one sub-agent not yet linked whose chat file (`chats/<session id>/<agent id>.jsonl`
+    beside the parent's, names sanitized as ChatRecordingService does) holds all the calls (a
+    model's ids may repeat between two sub-agents: none rather than the wrong one)."""
+    if not isinstance(transcript, str) or not transcript:
+        return None
+    folder = Path(transcript).parent / _UNSAFE.sub("_", sid)
+    needles = [json.dumps(c, ensure_ascii=False).encode() for c in calls]  # as JSON.stringify
+    try:
+        files = sorted(folder.glob("*.jsonl"))
+    except OSError:
+        return None
+    found = []
+    for f in files:
+        if f.stem in linked:
+            continue
+        try:
+            if f.stat().st_size <= AGENT_FILE_MAX:
+                text = f.read_bytes()
+                if all(n in text for n in needles):
+                    found.append(f.stem)
+        except OSError:
+            continue
+    return found[0] if len(found) == 1 else None
 
 
 def _content_text(content: Any) -> str:

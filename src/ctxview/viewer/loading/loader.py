@@ -15,7 +15,7 @@ from ctxview.viewer.layout.outline import KIND, RID, ROLE, SEQ, TEXT_LINES, TOOL
 from ctxview.viewer.layout.transcript_layout import Row, TranscriptLayout
 from ctxview.viewer.loading.bodies import Bodies
 from ctxview.viewer.loading.signal import Signal
-from ctxview.viewer.render.blocks import needs
+from ctxview.viewer.render.blocks import STARTS_AGENT, needs
 
 TAIL_ROWS = 3000  # rows loaded before the first screen
 # Rows loaded after the first screen, per step. Small steps: the one read connection runs one
@@ -347,7 +347,7 @@ class TranscriptLoader:
                     self.rows_in.fire()
                     if any(r[KIND] == "elide" for r in rows):
                         self.host.start(self.load_elided(self.generation), "elided")
-                    if any((r[TOOL] or "").lower() in ("task", "agent") for r in rows):
+                    if any((r[TOOL] or "").lower() in STARTS_AGENT for r in rows):
                         await self.load_children()  # a sub-agent may have started
                 if not self._dirty:
                     break

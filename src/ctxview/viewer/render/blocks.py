@@ -34,7 +34,10 @@ READ_LINE = re.compile(r"^(\d+): ")
 
 FOLD_META = Style(meta={"act": "fold"})
 DETAIL_META = Style(meta={"act": "detail"})
-AGENT_TOOLS = frozenset({"task", "agent"})  # calls that start a sub-agent
+AGENT_TOOLS = frozenset({"task", "agent"})  # calls that start a sub-agent: a Markdown report
+# Those and Gemini's (its result is not Markdown): a live one makes the view look up the
+# session's sub-agents again.
+STARTS_AGENT = AGENT_TOOLS | {"invoke_agent"}
 AGENT_META = Style(meta={"act": "agent"})
 ELISION_META = Style(meta={"act": "elision"})
 STUB_META = Style(meta={"act": "stub"})
