@@ -215,3 +215,33 @@ def test_an_engine_started_before_the_endpoint_listens_once_it_is_made(tmp_path:
         assert h.transports() == ["command", "http"]
     finally:
         stop(h.store)
+
+
+def test_a_large_input_to_an_engine_that_reads_nothing_does_not_hang(hooks: Hooks) -> None:
+    """4 MB of hook input, more than the socket holds unread, to an engine that has stopped
+    reading: the write is cut off after the budget, recorded, and nothing printed."""
+    ep = endpoint.load(hooks.store)
+    assert ep is not None
+    fake = _FakeEngine(ep.port, None)  # reads the request's head only
+    big = json.loads(hooks.payload())
+    big["tool_response"]["llmContent"] = "x" * (4 << 20)
+    try:
+        began = time.monotonic()
+        assert hooks.run(hooks.bash, json.dumps(big).encode()) == b""
+        took = time.monotonic() - began
+    finally:
+        fake.close()
+    assert took < 4.0
+    [record] = failures.read(hooks.store)
+    assert "did not take the request over http in 1.8 s" in record["error"], record
+
+
+def test_a_large_input_goes_over_http(hooks: Hooks) -> None:
+    """1.6 MB each way, through the watchdog of a large write."""
+    hooks.run(hooks.bash, hooks.payload())  # the engine started
+    big = json.loads(hooks.payload())
+    big["tool_response"]["llmContent"] = "".join(f"{i} é\n" for i in range(200_000))  # 1.6 MB
+    answer = hooks.run(hooks.bash, json.dumps(big, ensure_ascii=False).encode())
+    assert _shown(answer).endswith("\n200000: 199999 é")  # a read is not capped: all of it back
+    assert hooks.transports() == ["command", "http"]
+    assert failures.read(hooks.store) == []

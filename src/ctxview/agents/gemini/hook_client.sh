@@ -38,9 +38,24 @@ _ctxview_secret=${BASH_REMATCH[2]}
 
 # The hook input to EOF, in large reads (`-N`; `-d ''` reads a pipe a byte at a time).
 read -r -N 1073741824 _ctxview_body
+# A body larger than the socket takes in unread could block the write on an engine that has
+# stopped: a watchdog (two forks, only then) interrupts it after the budget.
+_ctxview_dog= _ctxview_late=
+if ((${#_ctxview_body} > 65536)); then
+	trap _ctxview_late=1 USR1
+	{ exec {_ctxview_w}<> <(:); read -r -t 1.8 -u "$_ctxview_w"; kill -USR1 $$; } 2>/dev/null &
+	_ctxview_dog=$!
+fi
 printf 'POST /hook/gemini HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Ctxview-Secret: %s\r\nConnection: close\r\n\r\n%s' \
-	"${#_ctxview_body}" "$_ctxview_secret" "$_ctxview_body" >&"$_ctxview_fd" 2>/dev/null ||
-	_ctxview_python <<<"$_ctxview_body"
+	"${#_ctxview_body}" "$_ctxview_secret" "$_ctxview_body" >&"$_ctxview_fd" 2>/dev/null
+_ctxview_sent=$?
+[[ -z $_ctxview_dog ]] || kill "$_ctxview_dog" 2>/dev/null # before any exec: it signals $$
+if [[ -n $_ctxview_late ]]; then # its end may have gone as the budget ran out: not asked again
+	_ctxview_python --failed="the engine did not take the request over http in 1.8 s" \
+		<<<"$_ctxview_body"
+elif ((_ctxview_sent)); then
+	_ctxview_python <<<"$_ctxview_body" # the engine closed early: it took nothing
+fi
 
 # The answer, to EOF (the engine closes after it). Its first byte within the client's own 2 s
 # budget; the rest without `-t`, which costs two system calls a byte: the engine writes the
