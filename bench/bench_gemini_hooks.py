@@ -12,6 +12,8 @@ call and Gemini's next request; a figure is a variant's p50 minus the one below 
 - `python2`: both hooks `python -S -c pass`: a bare Python start in each;
 - `tail`: an `AfterTool` hook that answers a fixed tail call of ctxview's `show` (bash's
   `printf`, no engine), with ctxview's MCP server: Gemini's tail call and its MCP round trip;
+- `floor`: `tail` and a `BeforeModel` hook that does nothing: all that Gemini's own part of
+  `hooked` costs;
 - `after`: ctxview's `AfterTool` hook alone (`ctxview install gemini`, its BeforeModel taken out):
   the hook client and the resident engine, above `tail`;
 - `hooked`: `ctxview install gemini` as it is (the bash client, `gemini/hook_client.sh`, over
@@ -49,7 +51,18 @@ from ctxview.agents.hook_client import stop
 from tests.agents.fake_gemini import Call, Say, Scripted
 from tests.agents.gemini_helpers import CLI, ctxview, env, run_gemini
 
-MODES = ("plain", "noop1", "noop2", "python2", "tail", "after", "hooked", "pyclient", "unfiltered")
+MODES = (
+    "plain",
+    "noop1",
+    "noop2",
+    "python2",
+    "tail",
+    "floor",
+    "after",
+    "hooked",
+    "pyclient",
+    "unfiltered",
+)
 INSTALLED = ("after", "hooked", "pyclient", "unfiltered")
 TAIL = json.dumps({"hookSpecificOutput": {"hookEventName": "AfterTool", "tailToolCallRequest": {
     "name": SHOW_TOOL, "args": {"text": "[#1000] shown", "ref": "bench"}}}})  # fmt: skip
@@ -71,9 +84,12 @@ def _settings(mode: str) -> dict[str, Any]:
         bare = _hook(f"{shlex.quote(sys.executable)} -S -c pass")
         return {"hooks": {"AfterTool": [{**after, "hooks": [bare]}],
                           "BeforeModel": [{"hooks": [bare]}]}}  # fmt: skip
-    if mode == "tail":
-        return {"hooks": {"AfterTool": [{**after, "hooks": [_hook(f"printf %s {shlex.quote(TAIL)}")]}]},
-                "mcpServers": {install.SERVER: install.show_server()}}  # fmt: skip
+    if mode in ("tail", "floor"):
+        hooks: dict[str, Any] = {
+            "AfterTool": [{**after, "hooks": [_hook(f"printf %s {shlex.quote(TAIL)}")]}]}  # fmt: skip
+        if mode == "floor":
+            hooks["BeforeModel"] = [{"hooks": [_hook(":")]}]
+        return {"hooks": hooks, "mcpServers": {install.SERVER: install.show_server()}}
     return {}
 
 

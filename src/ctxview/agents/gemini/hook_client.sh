@@ -23,7 +23,8 @@ _ctxview_python() { # the Python client, with any extra arguments; it is the hoo
 		"${BASH_SOURCE[0]%/*/*}" gemini --store "$_ctxview_store" "$@"
 }
 
-[[ -z $CTXVIEW_HOOK_FAIL ]] || _ctxview_python
+# `read -N` and `{fd}<>` came with bash 4.1 (macOS's /bin/bash is 3.2).
+((BASH_VERSINFO * 100 + BASH_VERSINFO[1] >= 401)) && [[ -z $CTXVIEW_HOOK_FAIL ]] || _ctxview_python
 
 # The endpoint as endpoint.ensure writes it; a link, a FIFO or a device is not read (a FIFO
 # would block), nor more than a small file's bytes; anything else is the Python client's.

@@ -74,8 +74,9 @@ def before_model_command(store: Path, python: str | None = None) -> str:
     """BeforeModel runs before every model call and 0.61 gives it no matcher, so bash (which
     Gemini runs every command hook in) hands the request to the hook client only when it holds
     Gemini's answer to a summary (`compression.py`). Read with `read -N` (large reads, no `cat`
-    process: 4 ms less on a 60 KB request), matched as bytes."""
-    return (f"LC_ALL=C; read -r -N 1073741824 d; case $d in *{shlex.quote(ACK_JSON)}*) "
+    process: 4 ms less on a 60 KB request; `cat` on a bash before 4.1), matched as bytes."""
+    return ("LC_ALL=C; if ((BASH_VERSINFO * 100 + BASH_VERSINFO[1] >= 401)); then read -r -N "
+            f"1073741824 d; else d=$(cat); fi; case $d in *{shlex.quote(ACK_JSON)}*) "
             f'{hook_command(store, python)} <<<"$d";; esac')  # fmt: skip
 
 
