@@ -31,11 +31,14 @@ _ctxview_python() { # the Python client, with any extra arguments; it is the hoo
 _ctxview_ep=$_ctxview_store.hook-endpoint.json
 [[ -f $_ctxview_ep && ! -L $_ctxview_ep ]] || _ctxview_python
 read -r -t 1 -N 512 _ctxview_line <"$_ctxview_ep"
-_ctxview_re='^\{"port": ([0-9]{4,5}), "secret": "([0-9a-f]{32,256})"\}$'
-[[ $_ctxview_line =~ $_ctxview_re ]] || _ctxview_python
-_ctxview_secret=${BASH_REMATCH[2]}
+# (Bounds as numbers: a regular expression's `{32,256}` takes bash 0.5 ms to compile.)
+_ctxview_re='^\{"port": ([1-9][0-9]*), "secret": "([0-9a-f]+)"\}$'
+[[ $_ctxview_line =~ $_ctxview_re ]] && _ctxview_port=${BASH_REMATCH[1]} &&
+	_ctxview_secret=${BASH_REMATCH[2]} && ((${#_ctxview_port} <= 5 && _ctxview_port >= 1024 &&
+	_ctxview_port <= 65535 && ${#_ctxview_secret} >= 32 && ${#_ctxview_secret} <= 256)) ||
+	_ctxview_python
 
-{ exec {_ctxview_fd}<>"/dev/tcp/127.0.0.1/${BASH_REMATCH[1]}"; } 2>/dev/null || _ctxview_python
+{ exec {_ctxview_fd}<>"/dev/tcp/127.0.0.1/$_ctxview_port"; } 2>/dev/null || _ctxview_python
 
 # The hook input to EOF, in large reads (`-N`; `-d ''` reads a pipe a byte at a time).
 read -r -N 1073741824 _ctxview_body
