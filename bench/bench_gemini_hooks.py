@@ -12,9 +12,14 @@ call and Gemini's next request; a figure is a variant's p50 minus the one below 
 - `python2`: both hooks `python -S -c pass`: a bare Python start in each;
 - `tail`: an `AfterTool` hook that answers a fixed tail call of ctxview's `show` (bash's
   `printf`, no engine), with ctxview's MCP server: Gemini's tail call and its MCP round trip;
+- `floor`: `tail` and a `BeforeModel` hook that does nothing: all that Gemini's own part of
+  `hooked` costs;
 - `after`: ctxview's `AfterTool` hook alone (`ctxview install gemini`, its BeforeModel taken out):
   the hook client and the resident engine, above `tail`;
-- `hooked`: `ctxview install gemini` as it is;
+- `hooked`: `ctxview install gemini` as it is (the bash client, `gemini/hook_client.sh`, over
+  http);
+- `pyclient`: the install as it was before the bash client (the Python client in every hook,
+  BeforeModel's request read by `cat`), above `hooked`;
 - `unfiltered`: the install as it was before (every hook `python -S hook_client.py`, run as a
   script, and BeforeModel's request handed to the engine whatever it holds), above `hooked`.
 
@@ -40,12 +45,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ctxview.agents import hook_client, hook_trace
 from ctxview.agents.gemini import install
+from ctxview.agents.gemini.compression import ACK_JSON
 from ctxview.agents.gemini.engine import SHOW_TOOL
 from ctxview.agents.hook_client import stop
 from tests.agents.fake_gemini import Call, Say, Scripted
 from tests.agents.gemini_helpers import CLI, ctxview, env, run_gemini
 
-MODES = ("plain", "noop1", "noop2", "python2", "tail", "after", "hooked", "unfiltered")
+MODES = (
+    "plain",
+    "noop1",
+    "noop2",
+    "python2",
+    "tail",
+    "floor",
+    "after",
+    "hooked",
+    "pyclient",
+    "unfiltered",
+)
+INSTALLED = ("after", "hooked", "pyclient", "unfiltered")
 TAIL = json.dumps({"hookSpecificOutput": {"hookEventName": "AfterTool", "tailToolCallRequest": {
     "name": SHOW_TOOL, "args": {"text": "[#1000] shown", "ref": "bench"}}}})  # fmt: skip
 
@@ -66,9 +84,12 @@ def _settings(mode: str) -> dict[str, Any]:
         bare = _hook(f"{shlex.quote(sys.executable)} -S -c pass")
         return {"hooks": {"AfterTool": [{**after, "hooks": [bare]}],
                           "BeforeModel": [{"hooks": [bare]}]}}  # fmt: skip
-    if mode == "tail":
-        return {"hooks": {"AfterTool": [{**after, "hooks": [_hook(f"printf %s {shlex.quote(TAIL)}")]}]},
-                "mcpServers": {install.SERVER: install.show_server()}}  # fmt: skip
+    if mode in ("tail", "floor"):
+        hooks: dict[str, Any] = {
+            "AfterTool": [{**after, "hooks": [_hook(f"printf %s {shlex.quote(TAIL)}")]}]}  # fmt: skip
+        if mode == "floor":
+            hooks["BeforeModel"] = [{"hooks": [_hook(":")]}]
+        return {"hooks": hooks, "mcpServers": {install.SERVER: install.show_server()}}
     return {}
 
 
@@ -82,11 +103,17 @@ def one_run(mode: str, calls: int) -> tuple[dict[str, list[float]], list[dict[st
         environ = env(root, "")
         store = Path(environ["CTXVIEW_STORE"])
         settings = proj / ".gemini" / "settings.json"
-        if mode in ("after", "hooked", "unfiltered"):
+        if mode in INSTALLED:
             assert ctxview(proj, environ, "install", "gemini").returncode == 0
             data = json.loads(settings.read_text())
             if mode == "after":
                 del data["hooks"]["BeforeModel"]
+            if mode == "pyclient":
+                py = install.python_command(store)
+                for event, groups in data["hooks"].items():
+                    groups[0]["hooks"][0]["command"] = py if event != "BeforeModel" else (
+                        f"d=$(cat); case $d in *{shlex.quote(ACK_JSON)}*) exec {py} "
+                        '<<<"$d";; esac')  # fmt: skip
             if mode == "unfiltered":
                 old = shlex.join([sys.executable, "-S", hook_client.__file__, "gemini", "--store",
                                   str(store)])  # fmt: skip
@@ -108,7 +135,7 @@ def one_run(mode: str, calls: int) -> tuple[dict[str, list[float]], list[dict[st
                 assert done.returncode == 0, done.stderr
                 turns = [r for r in api.requests if r["body"].get("tools")]
         finally:
-            if mode in ("after", "hooked", "unfiltered"):
+            if mode in INSTALLED:
                 stop(store)  # its traces saved as it exits
         gaps = [(turns[k + 1]["at"] - turns[k]["done"]) * 1000 for k in range(len(turns) - 1)]
         assert len(gaps) >= 2 * calls, f"{mode}: {len(gaps)} calls of {2 * calls}"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxview.agents import failures
+from ctxview.agents import failures, hook_trace
 from tests.agents.fake_gemini import (
     SUMMARY,
     Call,
@@ -88,6 +88,12 @@ def test_hooked_session_gets_the_rules(tmp_path: Path) -> None:
         s, done = scripted_run(proj, environ, _steps(proj), "work on notes.txt")
         assert done.returncode == 0, done.stderr
         answers = _answers(s)
+    # The bash client reached the engine over http, but for the first call: no engine ran, so
+    # it handed that one to the Python client, which started it.
+    transports = [
+        t["transport"] for t in hook_trace.read(store) if t["event"] == "gemini.AfterTool"
+    ]
+    assert transports == ["command"] + ["http"] * 6, transports
     tools = [t for t, _ in answers]
     assert tools == ["read_file", "read_file", "read_file", "run_shell_command", "grep_search",
                      "grep_search", "replace"], answers  # fmt: skip
@@ -319,7 +325,7 @@ def test_uninstall_restores_the_settings_exactly(tmp_path: Path) -> None:
     settings.write_text(mine)
     settings.chmod(0o640)
     assert ctxview(proj, environ, "install", "gemini").returncode == 0
-    assert "import hook_client" in settings.read_text()
+    assert "gemini/hook_client.sh" in settings.read_text()
     again = ctxview(proj, environ, "install", "gemini")
     assert "already set up" in again.stdout, again.stdout
     assert ctxview(proj, environ, "uninstall", "gemini").returncode == 0

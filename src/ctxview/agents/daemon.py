@@ -72,6 +72,7 @@ class Daemon:
         self.supervisor = os.getppid()  # the process that started this one, and restarts it
         self.server: asyncio.AbstractServer | None = None
         self.http: HookServer | None = None
+        self.http_for: endpoint.Endpoint | None = None  # the endpoint last listened for
         self.inode: int | None = None
         # Why the store could not be opened for writing, and when it was last tried: while it
         # cannot, every hook fails at once (recorded) instead of waiting out its budget for an
@@ -150,6 +151,11 @@ class Daemon:
                     checked = time.monotonic()
                     if _code_stamp() != self.code:  # ctxview was upgraded
                         self.stopping = self.upgraded = True
+                    if self.http is None and endpoint.load(self.store) not in (None, self.http_for):
+                        # An install made the endpoint after this engine started (Gemini's
+                        # bash client reaches it over http only: until then, each of its hooks
+                        # is a Python process).
+                        await self._listen_http()
         finally:
             self.traces.save()
             self.server.close()
@@ -168,9 +174,10 @@ class Daemon:
                     path.unlink()
 
     async def _listen_http(self) -> None:
-        """Claude Code's http hooks, on the port `ctxview install claude-code` chose for this
-        store; none when it made no endpoint (command hooks only)."""
-        found = endpoint.load(self.store)
+        """Claude Code's http hooks (and pi's extension, Gemini's bash client), on the port
+        `ctxview install` chose for this store; none when it made no endpoint (command hooks
+        only)."""
+        found = self.http_for = endpoint.load(self.store)
         if found is None:
             return
         self.http = HookServer(str(self.store), found, self._respond, STEP_BUDGET, self._touch)

@@ -90,6 +90,12 @@ def main(argv: list[str]) -> int:
     try:
         store = _store_arg(argv) or _default_store()
         raw = sys.stdin.buffer.read()
+        if failed := _arg(argv, "--failed"):
+            # Gemini's bash client (gemini/hook_client.sh): the engine took the request over
+            # http and its answer did not come; asking again could store the call twice.
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+            _record(store, event, failed, raw)
+            return 0
         if os.environ.get("CTXVIEW_HOOK_FAIL"):
             # The engine is started all the same: Claude Code's http hooks then reach it, and
             # fail there as forced (the header they carry says so).
@@ -122,11 +128,16 @@ def _record(store: str | None, event: str, what: str, raw: bytes) -> None:
 
 
 def _store_arg(argv: list[str]) -> str | None:
+    found = _arg(argv, "--store")
+    return None if found is None else os.path.expanduser(found)
+
+
+def _arg(argv: list[str], name: str) -> str | None:
     for i, a in enumerate(argv):
-        if a == "--store" and i + 1 < len(argv):
-            return os.path.expanduser(argv[i + 1])
-        if a.startswith("--store="):
-            return os.path.expanduser(a.split("=", 1)[1])
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
     return None
 
 

@@ -30,6 +30,7 @@ from ctxview.agents import failures
 from ctxview.agents.claude_code.hooks import hook_input
 from ctxview.agents.endpoint import FAIL_HEADER, HEADER, LOOPBACK, Endpoint
 from ctxview.agents.hook_trace import Trace
+from ctxview.agents.hosts import host_of
 
 MAX_HEAD = 64 << 10
 MAX_BODY = 1 << 30  # a hook input holds a tool's whole output
@@ -140,7 +141,8 @@ class HookServer:
         raw = body
         try:
             payload = hook_input(body)
-            event = str(payload.get("hook_event_name") or event)
+            if host_of(event) is None:  # Claude Code's: its own name for the event
+                event = str(payload.get("hook_event_name") or event)
             trace.event, trace.tool = event, str(payload.get("tool_name") or "")
             if headers.get(FAIL_HEADER.lower()):
                 raise RuntimeError("failure forced by CTXVIEW_HOOK_FAIL")

@@ -1,0 +1,247 @@
+"""Gemini's bash hook client (`agents/gemini/hook_client.sh`), run by the real bash as Gemini
+runs a hook (`bash -c COMMAND`, the hook input on stdin) against the real resident engine: the
+answer it prints is the Python client's, over http; on any trouble it hands the call to the
+Python client (no endpoint, a strange one, the engine down, a wrong secret), or, once the
+engine took the request, records the failure and prints nothing; it never hangs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctxview.agents import endpoint, failures, hook_trace
+from ctxview.agents.gemini import install
+from ctxview.agents.hook_client import stop
+from tests.agents.gemini_helpers import env
+
+TEXT = "".join(f"ligne {i}: café, 数据, 🙂\n" for i in range(40))  # bytes != characters
+LIMIT = 15.0  # seconds a hook may take here, at most (Gemini's own timeout is 5)
+
+
+class Hooks:
+    def __init__(self, tmp: Path) -> None:
+        self.environ = env(tmp, "")
+        self.store = Path(self.environ["CTXVIEW_STORE"])
+        self.bash = install.hook_command(self.store, sys.executable)
+        self.python = install.python_command(self.store, sys.executable)
+        self.calls = 0
+
+    def payload(self, session: str = "s1", name: str = "") -> bytes:
+        self.calls += 1
+        return json.dumps({"session_id": session, "hook_event_name": "AfterTool",
+                           "tool_name": "read_file", "cwd": "/p", "timestamp": "",
+                           "tool_input": {"file_path": f"/p/{name or self.calls}.txt"},
+                           "tool_response": {"llmContent": TEXT, "returnDisplay": ""}},
+                          ensure_ascii=False).encode()  # fmt: skip
+
+    def run(self, command: str, payload: bytes, **extra: str) -> bytes:
+        done = subprocess.run(["bash", "-c", command], input=payload, capture_output=True,
+                              env={**self.environ, **extra}, timeout=LIMIT, check=False)  # fmt: skip
+        assert done.returncode == 0 and done.stderr == b"", done
+        return done.stdout
+
+    def transports(self) -> list[str]:
+        """How each hook reached the engine, in order (the engine saves its traces as it
+        stops)."""
+        stop(self.store)
+        return [t["transport"] for t in hook_trace.read(self.store)]
+
+
+@pytest.fixture
+def hooks(tmp_path: Path) -> Iterator[Hooks]:
+    h = Hooks(tmp_path)
+    endpoint.ensure(h.store)
+    try:
+        yield h
+    finally:
+        stop(h.store)
+
+
+def _shown(answer: bytes) -> str:
+    """The rules' text of an AfterTool answer, its ids and the call's random ref taken out."""
+    request = json.loads(answer)["hookSpecificOutput"]["tailToolCallRequest"]
+    assert request["name"] == "mcp_ctxview_show" and request["args"]["ref"], request
+    return re.sub(r"#\w{4}\b", "#ID", request["args"]["text"])
+
+
+def test_the_answer_is_the_python_clients_over_http(hooks: Hooks) -> None:
+    """The same calls in two sessions, one through each client: the same answers (but for the
+    ids and refs, random), the non-ASCII text intact (its length in bytes); the first call started the engine through
+    the Python client, the bash client's went over http."""
+    py = [hooks.run(hooks.python, hooks.payload("py", "a")) for _ in range(2)]
+    sh = [hooks.run(hooks.bash, hooks.payload("sh", "a")) for _ in range(2)]
+    assert [_shown(a) for a in sh] == [_shown(a) for a in py]
+    assert "Unchanged since" in _shown(sh[1])  # the re-read's stub
+    assert "café, 数据, 🙂" in _shown(sh[0])
+    # The tail call itself: no answer from either (the engine's `{}` prints nothing).
+    tail = json.dumps({"session_id": "sh", "hook_event_name": "AfterTool",
+                       "tool_name": "mcp_ctxview_show"}).encode()  # fmt: skip
+    assert hooks.run(hooks.bash, tail) == b"" == hooks.run(hooks.python, tail)
+    assert hooks.transports() == ["command", "command", "http", "http", "http", "command"]
+
+
+def test_engine_down_starts_it_through_the_python_client(hooks: Hooks) -> None:
+    assert "tailToolCallRequest" in hooks.run(hooks.bash, hooks.payload()).decode()
+    assert "tailToolCallRequest" in hooks.run(hooks.bash, hooks.payload()).decode()
+    assert hooks.transports() == ["command", "http"]
+
+
+def _hostile(path: Path, kind: str) -> None:
+    good = path.read_bytes()
+    path.unlink()
+    if kind == "missing":
+        return
+    if kind == "fifo":
+        os.mkfifo(path, 0o600)  # nobody writes it: a plain read would block for ever
+    elif kind == "link":
+        real = path.with_name("elsewhere.json")
+        real.write_bytes(good)
+        path.symlink_to(real)
+    elif kind == "link-to-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "huge":
+        path.write_bytes(good[:-1] + b" " * (16 << 20) + b"}")  # valid JSON, 16 MB
+    elif kind == "garbage":
+        path.write_bytes(b'{"port": 99999, "secret": "$(touch pwned)"}')
+
+
+@pytest.mark.parametrize("kind", ["missing", "fifo", "link", "link-to-zero", "huge", "garbage"])
+def test_a_strange_endpoint_file_hands_the_call_to_the_python_client(hooks: Hooks,
+                                                                     kind: str) -> None:  # fmt: skip
+    hooks.run(hooks.bash, hooks.payload())  # the engine started (by the Python client)
+    _hostile(endpoint.path(hooks.store), kind)
+    began = time.monotonic()
+    answer = hooks.run(hooks.bash, hooks.payload())
+    assert time.monotonic() - began < LIMIT
+    assert "tailToolCallRequest" in answer.decode()
+    assert hooks.transports() == ["command", "command"]
+    assert not Path("pwned").exists() and not (hooks.store.parent / "pwned").exists()
+
+
+def test_a_wrong_secret_hands_the_call_to_the_python_client(hooks: Hooks) -> None:
+    hooks.run(hooks.bash, hooks.payload())
+    path = endpoint.path(hooks.store)
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({"port": data["port"], "secret": "0" * 64}))
+    answer = hooks.run(hooks.bash, hooks.payload())
+    assert "tailToolCallRequest" in answer.decode()
+    assert hooks.transports() == ["command", "command"]  # the http request was refused
+    assert any("without ctxview's hook secret" in r["error"] for r in failures.read(hooks.store))
+
+
+class _FakeEngine:
+    """Something on the endpoint's port in the engine's place, answering `reply` (or nothing,
+    holding the connection), to see what the client does with an answer it cannot use."""
+
+    def __init__(self, port: int, reply: bytes | None) -> None:
+        self.sock = socket.create_server((endpoint.LOOPBACK, port))
+        self.reply = reply
+        self.requests: list[bytes] = []
+        self.release = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(1 << 16)
+            self.requests.append(data)
+            if self.reply is None:
+                self.release.wait(LIMIT)
+            else:
+                conn.sendall(self.reply)
+
+    def close(self) -> None:
+        self.release.set()
+        self.thread.join(LIMIT)
+        self.sock.close()
+
+
+@pytest.mark.parametrize("reply", [b"HTTP/1.1 200 OK\r\nContent-Length: 900\r\n\r\n{\"cut", b"",
+                                   None])  # fmt: skip
+def test_an_answer_it_cannot_use_is_recorded_not_asked_again(hooks: Hooks,
+                                                             reply: bytes | None) -> None:  # fmt: skip
+    """Cut short, the connection closed with no answer, or none in time: the engine may have
+    stored the call, so it is not asked again; the failure is recorded, nothing printed."""
+    ep = endpoint.load(hooks.store)
+    assert ep is not None
+    fake = _FakeEngine(ep.port, reply)
+    try:
+        began = time.monotonic()
+        assert hooks.run(hooks.bash, hooks.payload()) == b""
+        took = time.monotonic() - began
+    finally:
+        fake.close()
+    assert len(fake.requests) == 1 and f"X-Ctxview-Secret: {ep.secret}" in fake.requests[0].decode()
+    assert took < 4.0  # the client's 2 s budget and a Python start
+    [record] = failures.read(hooks.store)
+    assert record["event"] == "AfterTool" and record["tool_name"] == "read_file", record
+    why = {b"": "closed it unanswered", None: "did not answer in 1.8 s"}.get(reply, "cut short")
+    assert why in record["error"], record
+
+
+def test_the_secret_is_on_no_command_line(hooks: Hooks) -> None:
+    ep = endpoint.load(hooks.store)
+    assert ep is not None and ep.secret not in hooks.bash
+    settings = install.before_model_command(hooks.store, sys.executable)
+    assert ep.secret not in settings
+
+
+def test_an_engine_started_before_the_endpoint_listens_once_it_is_made(tmp_path: Path) -> None:
+    """An install after the engine started (or an older install's store): the engine takes the
+    endpoint up by itself, so the bash client is not a Python process per call until it
+    restarts."""
+    h = Hooks(tmp_path)
+    try:
+        h.run(h.bash, h.payload())  # no endpoint: the Python client, which starts the engine
+        ep = endpoint.ensure(h.store)
+        deadline = time.monotonic() + LIMIT
+        while endpoint.listener_uid(ep.port) is None:  # the engine looks every 2 s
+            assert time.monotonic() < deadline, "the engine never listened"
+            time.sleep(0.05)
+        h.run(h.bash, h.payload())
+        assert h.transports() == ["command", "http"]
+    finally:
+        stop(h.store)
+
+
+def test_a_large_input_to_an_engine_that_reads_nothing_does_not_hang(hooks: Hooks) -> None:
+    """4 MB of hook input, more than the socket holds unread, to an engine that has stopped
+    reading: the write is cut off after the budget, recorded, and nothing printed."""
+    ep = endpoint.load(hooks.store)
+    assert ep is not None
+    fake = _FakeEngine(ep.port, None)  # reads the request's head only
+    big = json.loads(hooks.payload())
+    big["tool_response"]["llmContent"] = "x" * (4 << 20)
+    try:
+        began = time.monotonic()
+        assert hooks.run(hooks.bash, json.dumps(big).encode()) == b""
+        took = time.monotonic() - began
+    finally:
+        fake.close()
+    assert took < 4.0
+    [record] = failures.read(hooks.store)
+    assert "did not take the request over http in 1.8 s" in record["error"], record
+
+
+def test_a_large_input_goes_over_http(hooks: Hooks) -> None:
+    """1.6 MB each way, through the watchdog of a large write."""
+    hooks.run(hooks.bash, hooks.payload())  # the engine started
+    big = json.loads(hooks.payload())
+    big["tool_response"]["llmContent"] = "".join(f"{i} é\n" for i in range(200_000))  # 1.6 MB
+    answer = hooks.run(hooks.bash, json.dumps(big, ensure_ascii=False).encode())
+    assert _shown(answer).endswith("\n200000: 199999 é")  # a read is not capped: all of it back
+    assert hooks.transports() == ["command", "http"]
+    assert failures.read(hooks.store) == []
