@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropic
-from opencode_helpers import Project, needs_opencode, project, tool_results
+from opencode_helpers import OPENCODE, Project, needs_opencode, project, tool_results
 
 from ctxview.agents.engine_socket import socket_file
 
@@ -130,3 +131,81 @@ def test_an_engine_that_never_answers_lets_opencodes_own_output_through(tmp_path
                                                                    "toolu_0001_read")]  # fmt: skip
         assert "no answer within 2000 ms" in mine[0]["error"], mine
         assert "opencode.tool" in p.ctxview("doctor").stdout
+
+
+# Two calls side by side, the plugin run by the Bun inside OpenCode's binary: its hooks called
+# as OpenCode calls them, each call's output as the hook left it printed.
+SIDE_BY_SIDE_JS = """
+const { CtxviewPlugin } = await import(PLUGIN)
+const hooks = await CtxviewPlugin({ directory: process.cwd() })
+const call = async (id) => {
+  const output = { output: `own ${id}`, metadata: {} }
+  await hooks["tool.execute.after"](
+    { tool: "bash", sessionID: "ses_side", callID: id, args: { command: "true" } }, output)
+  return output.output
+}
+console.log(JSON.stringify(await Promise.all([call("call_1"), call("call_2")])))
+process.exit(0)
+"""
+
+
+@contextmanager
+def _second_answers_first(folder: Path) -> Iterator[list[bytes]]:
+    """A socket that holds the first request, and when the second has come answers the first
+    and holds the second: the first call (awaiting past its hold of OpenCode's thread) gets its
+    answer while the second holds the thread."""
+    folder.mkdir(mode=0o700)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(folder / "engine.sock"))
+    server.listen()
+    taken: list[bytes] = []
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+            data = b""
+            while chunk := conn.recv(65536):
+                data += chunk
+            taken.append(data)
+            if len(held) == 2:
+                held[0].sendall(json.dumps({"output": "ctxview's answer to call_1"}).encode())
+                held[0].close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield taken
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+        thread.join(5)
+
+
+def test_an_answer_that_comes_while_another_call_holds_the_thread_reaches_its_call(
+    tmp_path: Path,
+) -> None:
+    with project(tmp_path) as p:
+        assert p.ctxview("install", "opencode").returncode == 0
+        folder = p.root.parent / "holder"
+        with _second_answers_first(folder) as taken:
+            _pointed_at(p, folder / "engine.sock")
+            script = p.root.parent / "side-by-side.mjs"
+            plugin = p.root / ".opencode" / "plugin" / "ctxview.js"
+            script.write_text(SIDE_BY_SIDE_JS.replace("PLUGIN", json.dumps(str(plugin))))
+            done = subprocess.run([str(OPENCODE.resolve()), str(script)], cwd=p.root,
+                                  env={**p.env(), "BUN_BE_BUN": "1"}, capture_output=True,
+                                  text=True, timeout=60, check=False)  # fmt: skip
+            assert done.returncode == 0, done.stderr[-2000:]
+        assert [b'"call_1"' in r for r in taken] == [True, False]
+        assert json.loads(done.stdout.splitlines()[-1]) == ["ctxview's answer to call_1",
+                                                            "own call_2"]  # fmt: skip
+        log = [json.loads(line) for line in Path(f"{p.store}.hook-failures.jsonl").read_text(
+            ).splitlines()]  # fmt: skip
+        assert [(e["event"], e["tool_use_id"]) for e in log if e["event"] == "opencode.tool"] == [
+            ("opencode.tool", "call_2")]  # fmt: skip

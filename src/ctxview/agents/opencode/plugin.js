@@ -158,7 +158,8 @@ function courierOf() {
       record("opencode.worker", why(err), {})
       courier = false
     })
-    courier = { worker, port: port1, flag: new Int32Array(shared), next: 0 }
+    courier = { worker, port: port1, flag: new Int32Array(shared), next: 0,
+      waiting: new Set(), arrived: new Map() }
   } catch (err) {
     record("opencode.worker", why(err), {})
     courier = false
@@ -167,32 +168,42 @@ function courierOf() {
 }
 
 function taken(c, id) {
-  // The answer to `id` if it came; earlier ones (their step gave up on them) are dropped.
+  // The answer to `id` if it came. The port holds every answer that came: another call's (calls
+  // run side by side, one awaiting past HOLD_MS while the next holds the thread) is kept for it;
+  // one whose call gave up is dropped.
   for (let m = receiveMessageOnPort(c.port); m; m = receiveMessageOnPort(c.port)) {
-    if (m.message.id === id) return m.message
+    if (c.waiting.has(m.message.id)) c.arrived.set(m.message.id, m.message)
   }
-  return null
+  const reply = c.arrived.get(id) ?? null
+  c.arrived.delete(id)
+  return reply
 }
 
 async function handOff(request, until, laps) {
   const c = courierOf()
   if (!c) return exchange(request, until, laps)
   const id = ++c.next
+  c.waiting.add(id)
   c.worker.postMessage({ id, request, until, laps: laps ? {} : null })
   const hold = Math.min(until, Date.now() + HOLD_MS)
   let reply = null
-  for (;;) {
-    const seen = Atomics.load(c.flag, 0) // read before the port: a later answer changes it
-    reply = taken(c, id)
-    if (reply) break
-    const now = Date.now()
-    if (now >= until) break
-    if (now < hold) {
-      Atomics.wait(c.flag, 0, seen, hold - now)
-      continue
+  try {
+    for (;;) {
+      const seen = Atomics.load(c.flag, 0) // read before the port: a later answer changes it
+      reply = taken(c, id)
+      if (reply) break
+      const now = Date.now()
+      if (now >= until) break
+      if (now < hold) {
+        Atomics.wait(c.flag, 0, seen, hold - now)
+        continue
+      }
+      const wait = Atomics.waitAsync(c.flag, 0, seen, until - now)
+      if (wait.async) await wait.value
     }
-    const wait = Atomics.waitAsync(c.flag, 0, seen, until - now)
-    if (wait.async) await wait.value
+  } finally {
+    c.waiting.delete(id)
+    c.arrived.delete(id)
   }
   if (laps && reply?.laps) Object.assign(laps, reply.laps, { woke: clock() })
   if (!reply) throw new Error(`no answer within ${BUDGET_MS} ms`)
