@@ -14,7 +14,8 @@ file (a range moving by a line) and as many `echo`s. Per tool, p50 and p95 of:
 - the plugin's own clock (`CTXVIEW_PLUGIN_TIMES`, plugin.js): its round trip to the resident
   engine and the whole `tool.execute.after`, and the round trip split by the wall clock against
   the engine's trace: connecting, the engine from the request's first byte to its answer sent,
-  and the answer waiting in the socket until OpenCode's event loop reads it;
+  the answer waiting in the socket until it is read (by the plugin's worker thread), and the
+  worker's hand-back to OpenCode's thread, which waits for it;
 - the floor plugin's round trip, and how long OpenCode's event loop ran other work while it
   awaited (`setImmediate` turns more than 0.3 ms apart);
 - the same requests (a plain run's parts, as the plugin would send them) sent by the Bun inside
@@ -215,9 +216,11 @@ VARIANTS = ("plain", "floor", "hooked")
 
 def _split(plugin: list[dict[str, Any]], traces: list[dict[str, Any]]) -> dict[str, list[float]]:
     """The plugin's round trip, by the wall clock against the engine's trace of the same call
-    (the n-th line of each): connecting, the engine (first byte to answer sent), and the answer
-    waiting in the socket for OpenCode's event loop to read it."""
-    out: dict[str, list[float]] = {"connect": [], "engine": [], "waiting for OpenCode": []}
+    (the n-th line of each): connecting, the engine (first byte to answer sent), the answer
+    waiting in the socket until it is read (by the plugin's worker thread, or, with none, by
+    OpenCode's event loop), and the worker's hand-back to OpenCode's waiting thread."""
+    out: dict[str, list[float]] = {"connect": [], "engine": [], "waiting to be read": [],
+                                   "handed back": []}  # fmt: skip
     for line, trace in zip(plugin, traces, strict=True):
         laps = line.get("laps") or {}
         if not {"asked", "open", "data"} <= laps.keys():
@@ -225,7 +228,9 @@ def _split(plugin: list[dict[str, Any]], traces: list[dict[str, Any]]) -> dict[s
         at = float(trace["at"]) * 1000
         out["connect"].append(at - laps["asked"])
         out["engine"].append(float(trace["answered"]))
-        out["waiting for OpenCode"].append(laps["data"] - (at + float(trace["answered"])))
+        out["waiting to be read"].append(laps["data"] - (at + float(trace["answered"])))
+        if "woke" in laps:
+            out["handed back"].append(laps["woke"] - laps["data"])
     return out
 
 
@@ -300,7 +305,8 @@ def main() -> int:
         rtt = [float(x["engine_ms"]) for x in mine if x["engine_ms"] is not None]
         print("  " + _line("plugin's clock: engine round trip", rtt))
         for name, values in split[tool].items():
-            print("  " + _line(f"  of it: {name}", values))
+            if values:
+                print("  " + _line(f"  of it: {name}", values))
         whole = [float(x["hook_ms"]) for x in mine]
         print("  " + _line("plugin's clock: whole hook", whole))
         ok &= statistics.median(whole) <= TARGET_P50

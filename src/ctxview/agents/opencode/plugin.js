@@ -9,6 +9,7 @@ import { spawn } from "node:child_process"
 import { appendFileSync, lstatSync, readFileSync, statSync } from "node:fs"
 import { homedir } from "node:os"
 import { dirname, join } from "node:path"
+import { MessageChannel, receiveMessageOnPort, Worker } from "node:worker_threads"
 
 const STORE = __STORE__
 const PYTHON = __PYTHON__
@@ -16,6 +17,7 @@ const HOOK_CLIENT = __HOOK_CLIENT__
 const SOCKET = __SOCKET__ // the resident engine's command socket for this store
 const BUDGET_MS = 2000 // as Claude Code's hooks: a step gives up inside it
 const FAILURES = STORE + ".hook-failures.jsonl"
+const HOLD_MS = 250 // the longest OpenCode's thread is held for an answer; the rest is awaited
 
 function database() {
   if (process.env.OPENCODE_DB) return process.env.OPENCODE_DB
@@ -116,6 +118,104 @@ function within(promise, until) {
   })])
 }
 
+// The hand-off: a worker thread of the plugin's own owns the socket and reads the answer in its
+// own event loop, while OpenCode's thread waits for it on a shared flag (Atomics.wait). Awaited
+// on OpenCode's loop instead, the answer (the engine's is ready in 2-3 ms) waits in the socket
+// until OpenCode's own work on the call ends, 6-17 ms after a `bash`. Past HOLD_MS the rest of
+// the budget is awaited as before, so a stuck engine never holds OpenCode's thread longer.
+const WORKER_JS = `
+import { workerData, parentPort } from "node:worker_threads"
+const { SOCKET, BUDGET_MS, port, shared } = workerData
+const flag = new Int32Array(shared)
+const clock = () => performance.timeOrigin + performance.now()
+EXCHANGE
+parentPort.on("message", async ({ id, request, until, laps }) => {
+  let reply
+  try {
+    reply = { id, text: await exchange(request, until, laps), laps }
+  } catch (err) {
+    reply = { id, error: { name: err?.name, message: String(err?.message ?? err), code: err?.code }, laps }
+  }
+  port.postMessage(reply) // before the flag: the waiting thread takes it the moment it wakes
+  Atomics.store(flag, 0, id)
+  Atomics.notify(flag, 0)
+})
+`
+
+let courier = null // the worker, its port and flag; false: none could start (answers awaited)
+function courierOf() {
+  if (courier !== null) return courier
+  try {
+    const { port1, port2 } = new MessageChannel()
+    const shared = new SharedArrayBuffer(4)
+    const source = WORKER_JS.replace("EXCHANGE", () => exchange.toString())
+    const url = URL.createObjectURL(new Blob([source], { type: "application/javascript" }))
+    const worker = new Worker(url, {
+      workerData: { SOCKET, BUDGET_MS, port: port2, shared }, transferList: [port2],
+    })
+    worker.unref() // OpenCode exits when it is done, as without the plugin
+    worker.on("error", (err) => {
+      record("opencode.worker", why(err), {})
+      courier = false
+    })
+    courier = { worker, port: port1, flag: new Int32Array(shared), next: 0,
+      waiting: new Set(), arrived: new Map() }
+  } catch (err) {
+    record("opencode.worker", why(err), {})
+    courier = false
+  }
+  return courier
+}
+
+function taken(c, id) {
+  // The answer to `id` if it came. The port holds every answer that came: another call's (calls
+  // run side by side, one awaiting past HOLD_MS while the next holds the thread) is kept for it;
+  // one whose call gave up is dropped.
+  for (let m = receiveMessageOnPort(c.port); m; m = receiveMessageOnPort(c.port)) {
+    if (c.waiting.has(m.message.id)) c.arrived.set(m.message.id, m.message)
+  }
+  const reply = c.arrived.get(id) ?? null
+  c.arrived.delete(id)
+  return reply
+}
+
+async function handOff(request, until, laps) {
+  const c = courierOf()
+  if (!c) return exchange(request, until, laps)
+  const id = ++c.next
+  c.waiting.add(id)
+  c.worker.postMessage({ id, request, until, laps: laps ? {} : null })
+  const hold = Math.min(until, Date.now() + HOLD_MS)
+  let reply = null
+  try {
+    for (;;) {
+      const seen = Atomics.load(c.flag, 0) // read before the port: a later answer changes it
+      reply = taken(c, id)
+      if (reply) break
+      const now = Date.now()
+      if (now >= until) break
+      if (now < hold) {
+        Atomics.wait(c.flag, 0, seen, hold - now)
+        continue
+      }
+      const wait = Atomics.waitAsync(c.flag, 0, seen, until - now)
+      if (wait.async) await wait.value
+    }
+  } finally {
+    c.waiting.delete(id)
+    c.arrived.delete(id)
+  }
+  if (laps && reply?.laps) Object.assign(laps, reply.laps, { woke: clock() })
+  if (!reply) throw new Error(`no answer within ${BUDGET_MS} ms`)
+  if (reply.error) {
+    const err = new Error(reply.error.message)
+    err.name = reply.error.name ?? "Error"
+    if (reply.error.code) err.code = reply.error.code
+    throw err
+  }
+  return reply.text
+}
+
 let restarted = 0
 async function ask(event, body, laps = null) {
   if (process.env.CTXVIEW_HOOK_FAIL) throw new Error("failure forced by CTXVIEW_HOOK_FAIL")
@@ -125,7 +225,7 @@ async function ask(event, body, laps = null) {
   privateFolder()
   let text
   try {
-    text = await exchange(request, until, laps)
+    text = await handOff(request, until, laps)
   } catch (err) {
     // No engine (it exits after a long idle time, or was stopped): start one and ask once more,
     // at most every 10 s (an engine that cannot start must not slow every call).
@@ -134,7 +234,7 @@ async function ask(event, body, laps = null) {
     restarted = Date.now()
     started = null
     await within(start(), until)
-    text = await exchange(request, until)
+    text = await handOff(request, until, null)
   }
   // The engine answers nothing when OpenCode keeps its own output, or when it failed (it
   // recorded that itself).
@@ -202,6 +302,7 @@ function text(parts) {
 
 export const CtxviewPlugin = async ({ directory }) => {
   start()
+  if (!process.env.CTXVIEW_HOOK_FAIL) courierOf() // its thread up before the first call
   return {
     tool: {
       recall: {

@@ -1,6 +1,6 @@
 """pi's extension through the resident engine: what each event of ctxview's pi extension
-(`extension.ts`, posting `/hook/pi.<event>`) does to the store session `pi-<pi's session id>`,
-and the text the model gets instead of pi's own.
+(`extension.ts`, sending `pi.<event>` to the engine's command socket) does to the store session
+`pi-<pi's session id>`, and the text the model gets instead of pi's own.
 
 A step runs under the session's lock (in this process and across processes: `live.session_lock`,
 as the MCP server's), in order: the session up to date with the store, pi's session file read
@@ -43,7 +43,7 @@ from ctxview.rules.compaction import files_read_table
 if TYPE_CHECKING:
     from ctxview.agents.claude_code.hooks import HookEngine
 
-PREFIX = "pi."  # the events of ctxview's pi extension, as the engine's http face names them
+PREFIX = "pi."  # the events of ctxview's pi extension, as it names them to the engine
 _SEARCHES = {"grep": "grep", "find": "glob", "ls": "list"}
 _EDITS = ("edit", "write")
 LOCK_WAIT = 1.5  # seconds a step waits for another writer of the session (inside pi's 2 s)

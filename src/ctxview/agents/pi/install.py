@@ -3,8 +3,8 @@
 `$PI_CODING_AGENT_DIR/extensions/` when set), the folders pi loads extensions from by itself.
 
 The file is `extension.ts` with the store, the interpreter and the hook client's path filled
-in; the store's endpoint (port and secret, `agents/endpoint.py`) is made beside the store, and
-the extension reads it there at each call (so the secret is in no file of the project). pi takes
+in; the extension reaches the store's resident engine over its command socket, in this user's
+private folder under /tmp (`agents/engine_socket.py`), so no secret is needed. pi takes
 no MCP servers: `recall` is a tool of the extension. `uninstall` takes the file away, and the
 folders install made for it (a sidecar `ctxview-install.json` beside it says which); a
 `ctxview.ts` that is not ctxview's is never overwritten nor removed.
@@ -17,7 +17,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxview.agents import endpoint
 from ctxview.agents.claude_code.install import (
     InstallError,
     ctxview_python,
@@ -90,7 +89,6 @@ def install(scope: str, cwd: Path, home: Path, store: Path | None = None) -> Pla
     found = _read(target)
     if found is not None and not found.startswith(MARK):
         raise InstallError(f"{target} is not ctxview's extension; move it away first.")
-    endpoint.ensure(where)
     text = extension_text(where)
     plan = Plan(target, text)
     made: list[Path] = []
