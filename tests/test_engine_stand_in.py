@@ -110,3 +110,19 @@ async def test_a_host_answering_through_the_replay_still_gives_the_stub(tmp_path
         first, second = [await _missed_read(replay, ws, f"m{i}") for i in range(2)]
         assert first.endswith("4: w = 4")
         assert "Unchanged since #1000" in second, second
+
+
+async def test_two_missed_searches_are_both_full(tmp_path: Path) -> None:
+    """The same search twice, both missed by the host: the model got each whole, so neither is
+    the same-result stub, and a live search after them is compared with none of them."""
+    async with workspace_and_writer(tmp_path, {"a.py": A}) as (ws, writer):
+        session, replay = await _hooked(ws, writer)
+        args = {"pattern": "y", "path": "."}
+        missed = [await replay.search("grep", args, "a.py:2:y = 2", call_ref=f"m{i}", seen=12,
+                                      ts=1.0) for i in range(2)]  # fmt: skip
+        for rid, text in zip(("#1000", "#1001"), missed, strict=True):
+            assert text.startswith(f"[{rid}]") and text.endswith("a.py:2:y = 2"), text
+        live = await session.insert("grep", args, "a.py:2:y = 2")
+        assert "Same result" not in live and live.endswith("a.py:2:y = 2"), live
+        again = await session.insert("grep", args, "a.py:2:y = 2")
+        assert "Same result as #1002" in again, again

@@ -213,17 +213,20 @@ class Session:
         seen: int | None = None,
         ts: float | None = None,
         shows_at_most: int | None = None,
+        whole: bool = False,
     ) -> str:
         """Insert the result of a tool the harness ran itself (any name): it gets an id, is stored
         in full, capped, and for the `dedupe.by_result` tools compared with earlier results.
 
         `shows_at_most`, for a host that cuts a longer result itself: the cap is fitted to it
-        (`cap.fit`), so the elision line reaches the model."""
+        (`cap.fit`), so the elision line reaches the model. `whole`: the model already got this
+        result whole from its host (a call the host's hook missed): never the same-result stub,
+        and no entry a later result is compared with, as `insert_read(whole=True)`."""
         args = dict(args or {})
         ref = call_ref or self._call_ref()
         ts = ts if ts is not None else time.time()
         bounds = self.config if shows_at_most is None else fit(self.config, shows_at_most)
-        if tool in self.config["dedupe.by_result"]:
+        if tool in self.config["dedupe.by_result"] and not whole:
             if note:  # the note is part of what is compared: a new warning shows in full
                 output = f"{output}\n{note}" if output else note
             result = self.results.by_result(tool, args, output, bounds)

@@ -14,7 +14,8 @@ the whole file does.
 In a hooked session (its host answers calls live, hashing a read by the file's own bytes) an
 import stores only the calls the host missed, whose output the model got whole from the agent:
 such a read is stored in full and kept out of the dedupe table (`insert_read(whole=True)`), so
-its stand-in neither stubs nor is stubbed, and gives no files-read row. Its key is the engine's,
+its stand-in neither stubs nor is stubbed, and gives no files-read row; a search or any
+other result is never the same-result stub nor compared with (`insert(whole=True)`). Its key is the engine's,
 so the session's live calls on the file and the replay's are about one file.
 """
 
@@ -164,8 +165,10 @@ class Replay:
 
     async def search(self, tool: str, args: dict[str, Any], output: str, *, call_ref: str,
                      seen: int, ts: float) -> str:  # fmt: skip
-        """grep, glob, list: the engine's same-result rule compares arguments and text."""
-        return await self.session.insert(tool, args, output, call_ref=call_ref, seen=seen, ts=ts)
+        """grep, glob, list: the engine's same-result rule compares arguments and text (not for a
+        call the host missed, whose output the model got whole)."""
+        return await self.session.insert(tool, args, output, call_ref=call_ref, seen=seen, ts=ts,
+                                         whole=self._missed)  # fmt: skip
 
     async def edit(self, tool: str, args: dict[str, Any],
                    files: list[tuple[str, str | None, str | None]], *, call_ref: str, seen: int,
@@ -182,7 +185,8 @@ class Replay:
         """Anything else: an id, stored in full, capped. `changes` are paths it modified."""
         for path in changes:
             self.changed(path)
-        return await self.session.insert(tool, args, output, call_ref=call_ref, seen=seen, ts=ts)
+        return await self.session.insert(tool, args, output, call_ref=call_ref, seen=seen, ts=ts,
+                                         whole=self._missed)  # fmt: skip
 
     async def beside(self, tool: str, args: dict[str, Any], output: str,
                      line: Callable[[str], str], *, call_ref: str, seen: int,
