@@ -59,8 +59,16 @@ def run_gemini(cwd: Path, environ: dict[str, str], prompt: str, *args: str,
 def clock_ahead(seconds: int) -> dict[str, str]:
     """The environment that sets Gemini CLI's `new Date()` this far ahead (gemini_clock.mjs): a
     run in a later minute, without waiting for one."""
-    clock = Path(__file__).parent / "gemini_clock.mjs"
-    return {"NODE_OPTIONS": f"--import {clock}", "CTXVIEW_TEST_CLOCK_AHEAD": str(seconds)}
+    return {"NODE_OPTIONS": f"--import {_CLOCK}", "CTXVIEW_TEST_CLOCK_AHEAD": str(seconds)}
+
+
+def clock_at(when: float) -> dict[str, str]:
+    """The environment that starts Gemini CLI's `new Date()` at `when` (seconds since the epoch,
+    gemini_clock.mjs): runs in a minute of the test's choosing, whatever the real clock does."""
+    return {"NODE_OPTIONS": f"--import {_CLOCK}", "CTXVIEW_TEST_CLOCK_AT": f"{when:.3f}"}
+
+
+_CLOCK = Path(__file__).parent / "gemini_clock.mjs"
 
 
 def ctxview(cwd: Path, environ: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

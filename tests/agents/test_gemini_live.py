@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from tests.agents.gemini_helpers import (
     CLI,
     chat_files,
     clock_ahead,
+    clock_at,
     ctxview,
     env,
     follow_once,
@@ -173,6 +175,9 @@ def test_an_import_between_two_hooked_runs_is_kept(tmp_path: Path, later: bool) 
     proj = _project(tmp_path)
     environ = env(tmp_path, "")
     f = str(proj / "notes.txt")
+    minute = time.time() // 60 * 60 - 600  # a whole minute of Gemini's clock for the two runs
+    if not later:  # two runs under load straddled a real minute: its second file, 1 run in 4
+        environ.update(clock_at(minute + 1))
     with installed(proj, environ) as store:
         _, done = scripted_run(proj, environ, [Call("read_file", {"file_path": f}), Say("one.")],
                                "first")  # fmt: skip
@@ -180,8 +185,7 @@ def test_an_import_between_two_hooked_runs_is_kept(tmp_path: Path, later: bool) 
         [chat] = chat_files(Path(environ["HOME"]))
         sid = json.loads(chat.read_text().splitlines()[0])["sessionId"]
         assert ctxview(proj, environ, "import", str(chat)).returncode == 0
-        if later:
-            environ.update(clock_ahead(120))
+        environ.update(clock_ahead(120) if later else clock_at(minute + 45))
         _, done = scripted_run(proj, environ, [Call("run_shell_command", {"command": "seq 1 3"}),
                                                Say("two.")], "second", "--resume", "latest")  # fmt: skip
         assert done.returncode == 0, done.stderr
