@@ -36,15 +36,35 @@ def _tools(body: dict[str, object]) -> set[str]:
     return {d["name"] for t in tools for d in t.get("functionDeclarations", [])}
 
 
-def test_a_sub_agents_calls_keep_gemini_output_and_the_parent_keeps_the_rules(
-    tmp_path: Path,
-) -> None:
+def _project(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    """A project holding notes.txt, Gemini's environment for it and the store."""
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "notes.txt").write_text("alpha\nbeta\n")
-    f = str(proj / "notes.txt")
     environ = env(tmp_path, "")
-    store = Path(environ["CTXVIEW_STORE"])
+    return proj, environ, Path(environ["CTXVIEW_STORE"])
+
+
+def _run(proj: Path, environ: dict[str, str], steps: list[Call | Calls | Say], prompt: str,
+         agents: dict[str, list[Call | Say]] | None = None) -> tuple[Scripted, Path, str]:  # fmt: skip
+    """Gemini run headless on the scripted steps (the engine stopped after, whatever the run
+    did): the server, the parent's chat file and its session id."""
+    try:
+        with Scripted(steps, agents=agents or {}) as s:
+            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+            done = run_gemini(proj, environ, prompt)
+        assert done.returncode == 0, done.stderr
+    finally:
+        stop(Path(environ["CTXVIEW_STORE"]))
+    [parent_file] = chat_files(Path(environ["HOME"]))
+    return s, parent_file, json.loads(parent_file.read_text().splitlines()[0])["sessionId"]
+
+
+def test_a_sub_agents_calls_keep_gemini_output_and_the_parent_keeps_the_rules(
+    tmp_path: Path,
+) -> None:
+    proj, environ, store = _project(tmp_path)
+    f = str(proj / "notes.txt")
     assert ctxview(proj, environ, "install", "gemini").returncode == 0
     steps: list[Call | Say] = [
         Call("read_file", {"file_path": f}),  # the parent
@@ -53,13 +73,7 @@ def test_a_sub_agents_calls_keep_gemini_output_and_the_parent_keeps_the_rules(
         Call("complete_task", REPORT),
         Call("read_file", {"file_path": f}), Say("fin."),  # the parent again
     ]  # fmt: skip
-    try:
-        with Scripted(steps) as s:
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            done = run_gemini(proj, environ, "investigate notes.txt")
-        assert done.returncode == 0, done.stderr
-    finally:
-        stop(store)
+    s, parent_file, _ = _run(proj, environ, steps, "investigate notes.txt")
     turns = s.turns()
     sub = [t for t in turns if "complete_task" in _tools(t)]
     parent = [t for t in turns if "invoke_agent" in _tools(t)]
@@ -90,7 +104,6 @@ def test_a_sub_agents_calls_keep_gemini_output_and_the_parent_keeps_the_rules(
     # parent's session. Imported with the rest, it is the parent's sub-agent; the parent's
     # calls the hooks stored are not stored again.
     home = Path(environ["HOME"])
-    [parent_file] = chat_files(home)
     [sub_file] = (parent_file.parent / sessions[0].removeprefix("gm-")).glob("*.jsonl")
     imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))
     assert imported.returncode == 0, imported.stderr
@@ -124,24 +137,15 @@ def test_an_imported_sub_agent_is_linked_to_the_call_that_ran_it(tmp_path: Path)
     """Without ctxview's hooks: `ctxview import ~/.gemini/tmp` takes the parent's chat file and
     the sub-agent's (`chats/<parent's id>/<agent's id>.jsonl`), and the sub-agent's session is
     linked to the parent's `invoke_agent` call, whose record in the chat file names the agent."""
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    (proj / "notes.txt").write_text("alpha\nbeta\n")
+    proj, environ, store = _project(tmp_path)
     f = str(proj / "notes.txt")
-    environ = env(tmp_path, "")
-    store = Path(environ["CTXVIEW_STORE"])
     steps: list[Call | Say] = [
         Call("invoke_agent", {"agent_name": "codebase_investigator", "prompt": "read notes"}),
         Call("read_file", {"file_path": f}), Call("complete_task", REPORT),  # the sub-agent
         Say("fin."),
     ]  # fmt: skip
-    with Scripted(steps) as s:
-        environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-        done = run_gemini(proj, environ, "investigate notes.txt")
-    assert done.returncode == 0, done.stderr
+    _, parent_file, sid = _run(proj, environ, steps, "investigate notes.txt")
     home = Path(environ["HOME"])
-    [parent_file] = chat_files(home)
-    sid = json.loads(parent_file.read_text().splitlines()[0])["sessionId"]
     [sub_file] = (parent_file.parent / sid).glob("*.jsonl")
     calls = [c for line in parent_file.read_text().splitlines()
              for c in json.loads(line).get("toolCalls") or [] if c.get("name") == "invoke_agent"]  # fmt: skip
@@ -157,12 +161,8 @@ def test_two_sub_agents_at_once_are_each_linked_to_their_own_call(hooked: bool,
     """One turn invokes two investigators, which Gemini runs at once: each one's session is
     linked to its own invoke_agent call (the one whose result holds its report), with ctxview's
     hooks (the engine links them) and without (the import does)."""
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    (proj / "notes.txt").write_text("alpha\nbeta\n")
+    proj, environ, store = _project(tmp_path)
     f = str(proj / "notes.txt")
-    environ = env(tmp_path, "")
-    store = Path(environ["CTXVIEW_STORE"])
     if hooked:
         assert ctxview(proj, environ, "install", "gemini").returncode == 0
     prompts = ("look-at-notes-AAA", "look-at-notes-BBB")
@@ -177,16 +177,8 @@ def test_two_sub_agents_at_once_are_each_linked_to_their_own_call(hooked: bool,
         prompts[0]: [Call("read_file", {"file_path": f}), Call("complete_task", reports[prompts[0]])],
         prompts[1]: [Call("complete_task", reports[prompts[1]])],
     }  # fmt: skip
-    try:
-        with Scripted(steps, agents=agents) as s:
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            done = run_gemini(proj, environ, "investigate notes.txt twice")
-        assert done.returncode == 0, done.stderr
-    finally:
-        stop(store)
+    _, parent_file, sid = _run(proj, environ, steps, "investigate notes.txt twice", agents)
     home = Path(environ["HOME"])
-    [parent_file] = chat_files(home)
-    sid = json.loads(parent_file.read_text().splitlines()[0])["sessionId"]
     subs = sorted((parent_file.parent / sid).glob("*.jsonl"))
     assert len(subs) == 2, subs
     imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))
@@ -206,26 +198,15 @@ def test_two_sub_agents_at_once_are_each_linked_to_their_own_call(hooked: bool,
 def test_a_sub_agent_whose_calls_have_the_models_ids_is_linked_too(tmp_path: Path) -> None:
     """A model that gives its calls ids: the sub-agent's call ids no longer name it, so the
     engine finds the sub-agent's chat file that holds them."""
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    environ = env(tmp_path, "")
-    store = Path(environ["CTXVIEW_STORE"])
+    proj, environ, store = _project(tmp_path)
     assert ctxview(proj, environ, "install", "gemini").returncode == 0
     steps: list[Call | Calls | Say] = [
         Call("invoke_agent", {"agent_name": "codebase_investigator", "prompt": "sub-ids"}),
         Say("fin."),
     ]  # fmt: skip
     agents: dict[str, list[Call | Say]] = {"sub-ids": [Call("complete_task", REPORT, id="m-9")]}
-    try:
-        with Scripted(steps, agents=agents) as s:
-            environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
-            done = run_gemini(proj, environ, "investigate")
-        assert done.returncode == 0, done.stderr
-    finally:
-        stop(store)
+    _, parent_file, sid = _run(proj, environ, steps, "investigate", agents)
     home = Path(environ["HOME"])
-    [parent_file] = chat_files(home)
-    sid = json.loads(parent_file.read_text().splitlines()[0])["sessionId"]
     [sub_file] = (parent_file.parent / sid).glob("*.jsonl")
     assert 'm-9"' in sub_file.read_text() and f"{sub_file.stem}#" not in sub_file.read_text()
     imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))

@@ -10,8 +10,8 @@ import json
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -68,9 +68,12 @@ def test_a_bash_calls_answer_is_in_place_before_opencodes_loop_turns(tmp_path: P
 
 
 @contextmanager
-def _holding_engine(folder: Path) -> Iterator[list[bytes]]:
-    """A socket in a private folder that accepts every connection, reads the request and never
-    answers (it keeps the connection open until the test ends); the requests it took."""
+def _fake_engine(folder: Path,
+                 then: Callable[[list[socket.socket]], None]) -> Iterator[list[bytes]]:  # fmt: skip
+    """A socket in a private folder that accepts every connection and reads its request (the
+    plugin shuts its side once it has sent), then calls `then` with the connections held so far
+    (newest last; each kept open until the test ends unless `then` closes it); the requests it
+    took."""
     folder.mkdir(mode=0o700)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(folder / "engine.sock"))
@@ -86,9 +89,10 @@ def _holding_engine(folder: Path) -> Iterator[list[bytes]]:
                 return  # closed: the test is over
             held.append(conn)
             data = b""
-            while chunk := conn.recv(65536):  # the plugin shuts its side once it has sent
+            while chunk := conn.recv(65536):
                 data += chunk
             taken.append(data)
+            then(held)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -99,6 +103,11 @@ def _holding_engine(folder: Path) -> Iterator[list[bytes]]:
         for conn in held:
             conn.close()
         thread.join(5)
+
+
+def _holding_engine(folder: Path) -> AbstractContextManager[list[bytes]]:
+    """An engine that takes every request and never answers."""
+    return _fake_engine(folder, lambda held: None)
 
 
 def _pointed_at(p: Project, where: Path) -> None:
@@ -149,42 +158,17 @@ process.exit(0)
 """
 
 
-@contextmanager
-def _second_answers_first(folder: Path) -> Iterator[list[bytes]]:
-    """A socket that holds the first request, and when the second has come answers the first
+def _second_answers_first(folder: Path) -> AbstractContextManager[list[bytes]]:
+    """An engine that holds the first request, and when the second has come answers the first
     and holds the second: the first call (awaiting past its hold of OpenCode's thread) gets its
     answer while the second holds the thread."""
-    folder.mkdir(mode=0o700)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(folder / "engine.sock"))
-    server.listen()
-    taken: list[bytes] = []
-    held: list[socket.socket] = []
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            held.append(conn)
-            data = b""
-            while chunk := conn.recv(65536):
-                data += chunk
-            taken.append(data)
-            if len(held) == 2:
-                held[0].sendall(json.dumps({"output": "ctxview's answer to call_1"}).encode())
-                held[0].close()
+    def answer_the_first(held: list[socket.socket]) -> None:
+        if len(held) == 2:
+            held[0].sendall(json.dumps({"output": "ctxview's answer to call_1"}).encode())
+            held[0].close()
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield taken
-    finally:
-        server.close()
-        for conn in held:
-            conn.close()
-        thread.join(5)
+    return _fake_engine(folder, answer_the_first)
 
 
 def test_an_answer_that_comes_while_another_call_holds_the_thread_reaches_its_call(

@@ -5,26 +5,23 @@ exactly the texts the model was sent."""
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 import signal
 import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_held import down_then_back
 from fake_anthropic import FakeAnthropic
 from opencode_helpers import CTXVIEW, Project, needs_opencode, project, texts, tool_results
 
 from ctxview.agents.engine_socket import socket_file
-from ctxview.agents.hook_client import ask, socket_path, stop
+from ctxview.agents.hook_client import stop
 
 pytestmark = [needs_opencode, pytest.mark.e2e]
 
@@ -343,19 +340,6 @@ def test_the_plugin_starts_the_engine_again_when_it_has_gone(tmp_path: Path) -> 
         assert not Path(f"{p.store}.hook-failures.jsonl").exists()
 
 
-@contextmanager
-def _engine_held_down(p: Project) -> Iterator[None]:
-    """No engine for this store while inside: the running one stopped, and its lock held here,
-    so the one the plugin starts leaves at once (daemon.main: one engine per store)."""
-    assert stop(p.store)
-    fd = os.open(str(socket_path(p.store)) + ".lock", os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def test_a_call_the_plugin_missed_is_imported_once_beside_the_plugged_ones(tmp_path: Path) -> None:
     """The engine is down at the second call (the plugin records it and OpenCode's own output
     goes to the model) and back for the third: `ctxview import` of OpenCode's database then
@@ -367,19 +351,10 @@ def test_a_call_the_plugin_missed_is_imported_once_beside_the_plugged_ones(tmp_p
         f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
         g = p.root / "b.py"
         g.write_text("".join(f"other {i}\n" for i in range(1, 6)))
-        held = _engine_held_down(p)
-
-        def engine_down(body: dict[str, Any]) -> dict[str, Any]:
-            held.__enter__()
-            return {"tool": "read", "input": {"filePath": str(f)}}
-
-        def engine_back(body: dict[str, Any]) -> dict[str, Any]:
-            held.__exit__(None, None, None)
-            ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
-            return {"tool": "read", "input": {"filePath": str(g)}}
-
         read_f = {"tool": "read", "input": {"filePath": str(f)}}
-        with FakeAnthropic([read_f, engine_down, engine_back, read_f, {"text": "Done."}]) as api:
+        steps = [read_f, *down_then_back(p.store, [read_f], {"tool": "read", "input": {
+            "filePath": str(g)}}), read_f, {"text": "Done."}]  # fmt: skip
+        with FakeAnthropic(steps) as api:
             p.write_config(api.url)
             assert p.ctxview("install", "opencode").returncode == 0
             sid = _session_of(p.run("go"))
@@ -424,20 +399,9 @@ def test_two_reads_the_plugin_missed_are_both_stored_in_full(tmp_path: Path) -> 
         f.write_text("".join(f"line {i}\n" for i in range(1, 11)))
         g = p.root / "b.py"
         g.write_text("other\n")
-        held = _engine_held_down(p)
         read_f = {"tool": "read", "input": {"filePath": str(f)}}
-
-        def engine_down(body: dict[str, Any]) -> dict[str, Any]:
-            held.__enter__()
-            return read_f
-
-        def engine_back(body: dict[str, Any]) -> dict[str, Any]:
-            held.__exit__(None, None, None)
-            ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
-            return {"tool": "read", "input": {"filePath": str(f)}}
-
-        steps = [{"tool": "read", "input": {"filePath": str(g)}}, engine_down, read_f,
-                 engine_back, {"text": "Done."}]  # fmt: skip
+        steps = [{"tool": "read", "input": {"filePath": str(g)}},
+                 *down_then_back(p.store, [read_f, read_f], read_f), {"text": "Done."}]  # fmt: skip
         with FakeAnthropic(steps) as api:
             p.write_config(api.url)
             assert p.ctxview("install", "opencode").returncode == 0
@@ -467,23 +431,16 @@ def test_the_files_read_table_after_a_missed_read_gives_the_files_own_hash(
         text = "".join(f"line {i}\n" for i in range(1, 11))
         f = p.root / "a.py"
         f.write_text(text)
-        held = _engine_held_down(p)
         read_f = {"tool": "read", "input": {"filePath": str(f)}}
 
-        def engine_down(body: dict[str, Any]) -> dict[str, Any]:
-            held.__enter__()
-            return read_f
-
-        def back_and_imported(body: dict[str, Any]) -> dict[str, Any]:
-            held.__exit__(None, None, None)
-            ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
+        def imported() -> dict[str, Any]:
             done = p.ctxview("import", str(p.database))
             assert done.returncode == 0, done.stderr
             # Its usage fills the model's context: OpenCode compacts before the next request.
             return {"tool": "bash", "input": {"command": "echo hi", "description": "hi"},
                     "input_tokens": 60_000}  # fmt: skip
 
-        steps = [read_f, engine_down, back_and_imported, {"text": "Done."}]
+        steps = [read_f, *down_then_back(p.store, [read_f], imported), {"text": "Done."}]
         with FakeAnthropic(steps) as api:
             p.write_config(api.url, context=50_000)
             assert p.ctxview("install", "opencode").returncode == 0

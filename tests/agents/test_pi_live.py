@@ -7,26 +7,23 @@ outputs reach the model and the failure is recorded; `uninstall` restores the pr
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 import re
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from engine_held import down_then_back, engine_held_down
 from fake_anthropic import FakeAnthropic
 from pi_helpers import PiProject, Rpc, needs_pi, pi_project, results, texts
 
 from ctxview.agents import failures
-from ctxview.agents.hook_client import ask, socket_path, stop
+from ctxview.agents.hook_client import ask
 
 A = "x = 1\ny = 2\nz = 3\nw = 4\n"
 GREP = 'grep -rn "y =" --include=*.py .'
@@ -66,14 +63,18 @@ def _session(p: PiProject, **env: str) -> FakeAnthropic:
         {"compaction": {"keepRecentTokens": 50}}))  # fmt: skip
     with FakeAnthropic(list(STEPS)) as api:
         p.provider(api.url)
-        rpc = Rpc(p, **env)
-        try:
-            rpc.prompt("Work on a.py")
-            assert rpc.compact()["success"]
-            rpc.prompt("Now b.py")
-        finally:
-            rpc.close()
+        _around_a_compaction(Rpc(p, **env), "Now b.py")
     return api
+
+
+def _around_a_compaction(rpc: Rpc, then: str) -> None:
+    """A prompt, pi's compaction, then the prompt `then`, over pi's RPC (closed after)."""
+    try:
+        rpc.prompt("Work on a.py")
+        assert rpc.compact()["success"]
+        rpc.prompt(then)
+    finally:
+        rpc.close()
 
 
 def _stored(p: PiProject) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
@@ -167,19 +168,6 @@ def test_uninstall_restores_the_project_exactly(tmp_path: Path) -> None:
         assert refused.returncode != 0 and "not ctxview's extension" in refused.stderr
 
 
-@contextmanager
-def _engine_held_down(p: PiProject) -> Iterator[None]:
-    """No engine for this store while inside: the running one stopped, and its lock held here,
-    so the one the extension starts leaves at once (daemon.main: one engine per store)."""
-    assert stop(p.store)
-    fd = os.open(str(socket_path(p.store)) + ".lock", os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 @needs_pi
 def test_a_call_the_extension_missed_is_stored_once_in_order(tmp_path: Path) -> None:
     """The engine is down at the second call (the extension records it and pi's own output goes
@@ -188,7 +176,7 @@ def test_a_call_the_extension_missed_is_stored_once_in_order(tmp_path: Path) -> 
     result and under the id before it; an import of pi's file afterwards adds nothing."""
     with pi_project(tmp_path) as p:
         (p.root / "a.py").write_text(A)
-        held = _engine_held_down(p)
+        held = engine_held_down(p.store)
 
         def engine_down(body: dict[str, Any]) -> dict[str, Any]:
             held.__enter__()
@@ -227,25 +215,6 @@ def test_a_call_the_extension_missed_is_stored_once_in_order(tmp_path: Path) -> 
         assert _stored(p) == (sessions, shown)
 
 
-def _down_then_back(p: PiProject, down: list[dict[str, Any]], back: dict[str, Any]
-                    ) -> list[Any]:  # fmt: skip
-    """Scripted steps: `down` with the engine held down (pi's own outputs go to the model, the
-    extension records each), then `back` with the engine started again, whose step first takes
-    in pi's file (the missed calls)."""
-    held = _engine_held_down(p)
-
-    def first_down(body: dict[str, Any]) -> dict[str, Any]:
-        held.__enter__()
-        return down[0]
-
-    def engine_back(body: dict[str, Any]) -> dict[str, Any]:
-        held.__exit__(None, None, None)
-        ask(str(p.store), "_ping", b"", deadline=time.monotonic() + 10)  # started again
-        return back
-
-    return [first_down, *down[1:], engine_back]
-
-
 @needs_pi
 def test_the_files_read_table_after_a_missed_read_gives_the_files_own_hash(
     tmp_path: Path,
@@ -261,17 +230,11 @@ def test_the_files_read_table_after_a_missed_read_gives_the_files_own_hash(
             {"compaction": {"keepRecentTokens": 50}}))  # fmt: skip
         assert p.ctxview("install", "pi").returncode == 0
         read_a = {"tool": "read", "input": {"path": "a.py"}}
-        steps = [read_a, *_down_then_back(p, [read_a], {"tool": "bash", "input": {
+        steps = [read_a, *down_then_back(p.store, [read_a], {"tool": "bash", "input": {
             "command": "true"}}), {"text": "Done one."}, {"text": "Done two."}]  # fmt: skip
         with FakeAnthropic(steps) as api:
             p.provider(api.url)
-            rpc = Rpc(p)
-            try:
-                rpc.prompt("Work on a.py")
-                assert rpc.compact()["success"]
-                rpc.prompt("Now more")
-            finally:
-                rpc.close()
+            _around_a_compaction(Rpc(p), "Now more")
         got = results(api.main_requests[3])
         assert got["toolu_0002_read"] == A  # pi's own: the missed call
         recorded = [(f["event"], f.get("tool_call_id")) for f in failures.read(p.store)]
@@ -297,7 +260,7 @@ def test_two_reads_the_extension_missed_are_both_stored_in_full(tmp_path: Path) 
         assert p.ctxview("install", "pi").returncode == 0
         read_a = {"tool": "read", "input": {"path": "a.py"}}
         steps = [{"tool": "read", "input": {"path": "b.py"}},  # the engine up, then held down
-                 *_down_then_back(p, [read_a, read_a], read_a), {"text": "Done."}]  # fmt: skip
+                 *down_then_back(p.store, [read_a, read_a], read_a), {"text": "Done."}]  # fmt: skip
         with FakeAnthropic(steps) as api:
             p.provider(api.url)
             p.print("go")
