@@ -245,3 +245,72 @@ def test_a_large_input_goes_over_http(hooks: Hooks) -> None:
     assert _shown(answer).endswith("\n200000: 199999 é")  # a read is not capped: all of it back
     assert hooks.transports() == ["command", "http"]
     assert failures.read(hooks.store) == []
+
+
+def test_a_fifo_where_the_endpoint_goes_stalls_no_one(tmp_path: Path) -> None:
+    """An engine with no endpoint looks for one every 2 s; a FIFO put where it goes (nobody
+    writes it) must not block that look, which runs on the loop that answers every hook."""
+    h = Hooks(tmp_path)
+    try:
+        assert "tailToolCallRequest" in h.run(h.python, h.payload()).decode()  # the engine up
+        os.mkfifo(endpoint.path(h.store), 0o600)
+        made = time.monotonic()
+        while time.monotonic() - made < 6.0:  # three of the engine's looks, a hook in each
+            began = time.monotonic()
+            assert "tailToolCallRequest" in h.run(h.python, h.payload()).decode()
+            assert time.monotonic() - began < 4.0
+            time.sleep(0.5)
+        assert failures.read(h.store) == []
+    finally:
+        stop(h.store)
+
+
+def _listener_pid(port: int) -> int:
+    """The process listening on 127.0.0.1:`port` (the socket's inode in /proc/net/tcp, then
+    the process holding it)."""
+    with open("/proc/net/tcp", encoding="ascii") as f:
+        inode = next(fields[9] for line in f if len(fields := line.split()) > 9
+                     and fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A")  # fmt: skip
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            if os.readlink(fd) == f"socket:[{inode}]":
+                return int(fd.parts[2])
+        except OSError:
+            continue
+    raise LookupError(f"nothing holds the socket listening on {port}")
+
+
+def test_hooks_queued_at_an_engine_held_up_each_end_within_the_budget(hooks: Hooks) -> None:
+    """The engine held up (stopped here, as a long step or a checkpoint would) while 200 hook
+    processes of many sessions connect: each waits its turn in the engine's accept queue, so
+    the next one ends in its own budget with the failure recorded, rather than waiting out the
+    kernel's retries of a connect to a full queue (1 s, 3 s, 7 s... when that queue held 100)."""
+    import signal
+
+    hooks.run(hooks.bash, hooks.payload())  # the engine up, listening on the endpoint
+    ep = endpoint.load(hooks.store)
+    assert ep is not None
+    engine = _listener_pid(ep.port)
+    with open(f"/proc/{engine}/stat", "rb") as f:
+        supervisor = int(f.read().rsplit(b")", 1)[1].split()[1])
+    held = [engine, supervisor]
+    waiting: list[socket.socket] = []
+    for pid in held:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        for _ in range(200):  # connects the kernel completes into the queue, never accepted
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex((endpoint.LOOPBACK, ep.port))
+            waiting.append(s)
+        began = time.monotonic()
+        assert hooks.run(hooks.bash, hooks.payload()) == b""
+        took = time.monotonic() - began
+    finally:
+        for s in waiting:
+            s.close()
+        for pid in held:
+            os.kill(pid, signal.SIGCONT)
+    assert took < 4.0, took  # the client's 1.8 s budget and a Python start
+    [record] = failures.read(hooks.store)
+    assert "did not answer in 1.8 s" in record["error"], record

@@ -73,6 +73,7 @@ class Daemon:
         self.server: asyncio.AbstractServer | None = None
         self.http: HookServer | None = None
         self.http_for: endpoint.Endpoint | None = None  # the endpoint last listened for
+        self.http_stamp: tuple[int, int, int] | None = None  # its file when last read
         self.inode: int | None = None
         # Why the store could not be opened for writing, and when it was last tried: while it
         # cannot, every hook fails at once (recorded) instead of waiting out its budget for an
@@ -151,7 +152,7 @@ class Daemon:
                     checked = time.monotonic()
                     if _code_stamp() != self.code:  # ctxview was upgraded
                         self.stopping = self.upgraded = True
-                    if self.http is None and endpoint.load(self.store) not in (None, self.http_for):
+                    if self.http is None and self._endpoint_changed():
                         # An install made the endpoint after this engine started (Gemini's
                         # bash client reaches it over http only: until then, each of its hooks
                         # is a Python process).
@@ -173,10 +174,20 @@ class Daemon:
                 with contextlib.suppress(OSError):
                     path.unlink()
 
+    def _endpoint_changed(self) -> bool:
+        """Whether the store's endpoint file is new since it was last read (a stat, every 2 s;
+        the file itself is read only when that changed)."""
+        now = endpoint.stamp(self.store)
+        if now is None or now == self.http_stamp:
+            return False
+        self.http_stamp = now
+        return endpoint.load(self.store) not in (None, self.http_for)
+
     async def _listen_http(self) -> None:
         """Claude Code's http hooks (and pi's extension, Gemini's bash client), on the port
         `ctxview install` chose for this store; none when it made no endpoint (command hooks
         only)."""
+        self.http_stamp = endpoint.stamp(self.store)
         found = self.http_for = endpoint.load(self.store)
         if found is None:
             return

@@ -21,10 +21,13 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxview.files.regular import read_regular
+
 LOOPBACK = "127.0.0.1"  # the only address the engine ever binds
 HEADER = "X-Ctxview-Secret"
 FAIL_HEADER = "X-Ctxview-Fail"  # `$CTXVIEW_HOOK_FAIL` from Claude Code's environment
 PORTS = range(20000, 32000)  # below Linux's ephemeral ports (32768-60999): no client holds one
+MAX_BYTES = 4096  # ctxview writes about 100; anything longer is not one of ours
 
 
 @dataclass(frozen=True)
@@ -41,9 +44,12 @@ def path(store: Path | str) -> Path:
 
 
 def load(store: Path | str) -> Endpoint | None:
-    """The store's endpoint, or None when there is none (or it is not one ctxview wrote)."""
+    """The store's endpoint, or None when there is none (or it is not one ctxview wrote).
+
+    Read as a regular file only, and only so far: a FIFO someone put there would otherwise
+    block the engine's loop (which looks for a late endpoint) and with it every hook."""
     try:
-        data = json.loads(path(store).read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path(store), MAX_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):
@@ -53,6 +59,16 @@ def load(store: Path | str) -> Endpoint | None:
             secret, str) or len(secret) < 32:  # fmt: skip
         return None
     return Endpoint(port, secret)
+
+
+def stamp(store: Path | str) -> tuple[int, int, int] | None:
+    """What the endpoint file is now (inode, size, mtime), without opening it; None when there
+    is none. The engine reads the file again only when this changed."""
+    try:
+        st = os.stat(path(store))
+    except (OSError, ValueError):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def ensure(store: Path) -> Endpoint:

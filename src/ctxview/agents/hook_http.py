@@ -56,9 +56,13 @@ class HookServer:
         self._refused_at = 0.0
 
     async def start(self) -> None:
-        # Only ever loopback: the address is not configurable.
+        # Only ever loopback: the address is not configurable. The backlog is the system's
+        # most: while the engine is held up (a slow step, a checkpoint), every hook process of
+        # every session queues its connect here; asyncio's default of 100 made the rest of them
+        # wait out the kernel's SYN retries (1 s, 3 s) instead of their turn.
         self.server = await asyncio.start_server(self._connection, host=LOOPBACK,
-                                                 port=self.endpoint.port, reuse_address=True)  # fmt: skip
+                                                 port=self.endpoint.port, reuse_address=True,
+                                                 backlog=socket.SOMAXCONN)  # fmt: skip
 
     def close(self) -> None:
         if self.server is not None:
