@@ -4,12 +4,19 @@ turn included, whichever file is imported first."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from gemini_subagent_files import AGENTS, CALLS, PARENT, write
 from test_import_agents import run
+
+from ctxview.importers.follow import RACY_NS, Folders, follow
+from ctxview.store import Writer
 
 LINKED = {f"gm-{agent}": (f"gm-{PARENT}", call) for agent, call in zip(AGENTS, CALLS, strict=True)}
 
@@ -37,3 +44,56 @@ def test_each_sub_agent_is_linked_to_its_own_invoke_agent_call(order: str, tmp_p
         refs = {r[0] for r in db.execute("SELECT call_ref FROM events WHERE session = ?",
                                          (f"gm-{PARENT}",))}  # fmt: skip
     assert set(CALLS) <= refs, refs
+
+
+async def _until(check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"never: {what}"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_follow_of_the_parent_takes_its_sub_agents_as_they_begin(tmp_path: Path) -> None:
+    """`follow` of the parent's chat file alone: the sub-agent whose file is there is taken
+    and linked, and so is one whose file (and folder) begins while the follow runs."""
+    parent, agents = write(tmp_path / "tmp")
+    later = agents[1].read_bytes()
+    agents[1].unlink()
+    agents[0].parent.rename(agents[0].parent.with_name("held"))  # no agents' folder at first
+    store = tmp_path / "s.db"
+    writer = await Writer.open(store)
+    stop = asyncio.Event()
+    task = asyncio.create_task(follow(writer, parent, stop=stop, poll=30.0))  # woken by writes
+    try:
+        await _until(lambda: f"gm-{PARENT}" in _links(store), "the parent stored")
+        assert f"gm-{AGENTS[0]}" not in _links(store)
+        agents[0].parent.with_name("held").rename(agents[0].parent)  # the first agent begins
+        await _until(lambda: f"gm-{AGENTS[0]}" in _links(store), "the first agent stored")
+        agents[1].write_bytes(later)  # the second begins in the folder there now
+        await _until(lambda: len(_links(store)) == 3, "the second agent stored")
+    finally:
+        stop.set()
+        await task
+        await writer.close()
+    links = _links(store)
+    assert links.pop(f"gm-{PARENT}") == (None, None)
+    assert links == LINKED, links
+
+
+def test_a_folder_listed_in_the_tick_of_its_last_change_is_listed_again(tmp_path: Path) -> None:
+    """A file made in the same tick of the filesystem's clock as the listing before it leaves
+    the folder's mtime as it was: a listing that recent is not trusted; an older one is."""
+    folders = Folders()
+    (tmp_path / "a").write_text("")
+    assert folders.entries(tmp_path) == [tmp_path / "a"]
+    before = os.stat(tmp_path).st_mtime_ns
+    (tmp_path / "b").write_text("")
+    os.utime(tmp_path, ns=(before, before))  # b made in the listing's tick: the mtime as it was
+    assert folders.entries(tmp_path) == [tmp_path / "a", tmp_path / "b"]
+    old = before - 2 * RACY_NS - 1  # a folder that last changed long before its listing
+    os.utime(tmp_path, ns=(old, old))
+    assert folders.entries(tmp_path) == [tmp_path / "a", tmp_path / "b"]  # listed: mtime moved
+    (tmp_path / "c").write_text("")
+    os.utime(tmp_path, ns=(old, old))  # c added, the mtime as it was: the listing is trusted
+    assert folders.entries(tmp_path) == [tmp_path / "a", tmp_path / "b"]
+    assert Folders().entries(tmp_path / "a") == [] and Folders().entries(tmp_path / "x") == []

@@ -336,12 +336,12 @@ async def _sid(writer: Writer, sid: str, path: Path, fmt: str, doc: DocSession) 
     resume went on from in `<name>.jsonl`, gemini_files.py)."""
     info = await writer.session_info(sid)
     if info is not None and info["source_path"] != str(path):
-        data = json.loads(info["data"] or "{}")
-        ids = [m for u in doc.units if isinstance(u, dict) and (m := id_text(u.get("id")))]
-        kin = sibling(path, info["source_path"], data.get("import", {}), ids,
-                      hooked=bool(data.get("hooked"))) if fmt == formats.GEMINI_JSON else None  # fmt: skip
-        if kin is Sibling.PART:
-            return None
+        if fmt == formats.GEMINI_JSON:  # only Gemini's documents can be a part of another
+            data = json.loads(info["data"] or "{}")
+            ids = [m for u in doc.units if isinstance(u, dict) and (m := id_text(u.get("id")))]
+            if sibling(path, info["source_path"], data.get("import", {}), ids,
+                       hooked=bool(data.get("hooked"))) is Sibling.PART:  # fmt: skip
+                return None
         return f"{sid}-{hashlib.sha1(str(path).encode()).hexdigest()[:6]}"
     return sid
 

@@ -37,6 +37,7 @@ from ctxview.importers.source import lines_from
 
 # `session-<minute>-<the session id's first 8 characters>.json[l]` (ChatRecordingService)
 _NAME = re.compile(r"session-\d{4}-\d\d-\d\dT\d\d-\d\d-([^.]{1,8})\.jsonl?")
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")  # 0.61's sanitizeFilenamePart
 
 
 class Sibling(Enum):
@@ -101,17 +102,15 @@ def session_of(path: Path) -> str | None:
     return None
 
 
-def named_alike(path: Path) -> list[Path]:
-    """The other files of the folder that Gemini may have written for the session of the chat
-    file at `path` (the same short id in the name; `session_of` tells whose they are)."""
-    m = _NAME.fullmatch(path.name)
-    if m is None or not path.parent.is_dir():
-        return []
-    return sorted(p for p in path.parent.iterdir()
-                  if p != path and (n := _NAME.fullmatch(p.name)) and n.group(1) == m.group(1))  # fmt: skip
+def agents_folder(chat_file: Path, sid: str) -> Path:
+    """Where the sub-agents of the session `sid`, whose chat file is `chat_file`, write theirs:
+    `chats/<session id>/<agent id>.jsonl` (ChatRecordingService.initialize: a sub-agent's file
+    is named by its agent id, in a folder named by the parent's session id, sanitized)."""
+    return chat_file.parent / _UNSAFE.sub("_", sid)
 
 
 def alike(name: str, path: Path) -> bool:
-    """Whether a file called `name` may be one of `named_alike(path)` (what wakes a follow)."""
+    """Whether a file called `name` may be one the chat file at `path`'s session wrote in its
+    folder (the same short id in the name; `session_of` tells whose it is)."""
     m, n = _NAME.fullmatch(path.name), _NAME.fullmatch(name)
     return bool(m and n and n.group(1) == m.group(1))

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 import uuid
 from pathlib import Path
@@ -50,6 +49,7 @@ from ctxview.engine.session import Session
 from ctxview.importers.agent_tools import put_result
 from ctxview.importers.formats import GEMINI
 from ctxview.importers.gemini import HOOK_REF, _how, agent_of_call, progress_calls
+from ctxview.importers.gemini_files import agents_folder
 from ctxview.importers.replay import Replay
 from ctxview.store.probe import Probe
 from ctxview.store.writer import Writer
@@ -69,7 +69,6 @@ OWN_KEYS = ("hooked", "host", "replay", COMPRESSED)  # the session data this eng
 AGENTS = "agents"  # the session data's sub-agent -> call map, shared with the import (merged)
 LOCK_WAIT = 1.5  # seconds for the session's lock: under the hook client's 2 s
 AGENT_FILE_MAX = 64 << 20  # bytes of a sub-agent's chat file searched for its call
-_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")  # 0.61's sanitizeFilenamePart
 SEEN = 16  # the digests of a session's summaries kept: each one is recorded once
 
 
@@ -254,7 +253,10 @@ class GeminiEngine:
                 data=json.dumps(data),
             )  # fmt: skip
         else:
-            data = json.loads(info["data"] or "{}")
+            # A session an import or a follow made before this first hook (a follow started
+            # with Gemini, or a resume of an imported session) is the hooked one from now on:
+            # the follow passes over the calls stored here rather than storing each again.
+            data = {**json.loads(info["data"] or "{}"), "hooked": True, "host": "gemini"}
             session = await Session.resume(writer, key)
         replay = self.replays[key] = Replay(session, cwd, data, live=True)
         return replay
@@ -277,7 +279,7 @@ def _agent_file(transcript: Any, sid: str, calls: list[str], linked: set[str]) -
     model's ids may repeat between two sub-agents: none rather than the wrong one)."""
     if not isinstance(transcript, str) or not transcript:
         return None
-    folder = Path(transcript).parent / _UNSAFE.sub("_", sid)
+    folder = agents_folder(Path(transcript), sid)
     needles = [json.dumps(c, ensure_ascii=False).encode() for c in calls]  # as JSON.stringify
     try:
         files = sorted(folder.glob("*.jsonl"))
