@@ -6,9 +6,13 @@ run headless, and the hook engine that store started stopped after. Each agent's
 from __future__ import annotations
 
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +40,40 @@ def run_ctxview(cwd: Path, env: dict[str, str], *args: str,
     """`ctxview ARGS` in `cwd` with exactly `env`; its output, whatever its exit code."""
     return subprocess.run([str(CTXVIEW), *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)  # fmt: skip
+
+
+class Following:
+    """`ctxview follow --no-view PATH` in its own process (in `cwd`, with exactly `env`), its
+    stderr kept; `stop` ends it with ^C, as a person does, and checks it ended well."""
+
+    def __init__(self, path: Path, cwd: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([str(CTXVIEW), "follow", "--no-view", str(path)], cwd=cwd,
+                                     env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        self.lines.extend(self.proc.stderr)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=30)
+        assert self.proc.returncode == 0, "".join(self.lines)
+
+
+def wait_for(store: Path, check: Callable[[], object], what: str, timeout: float = 60) -> None:
+    """Until `check()` is true of the store a follow writes (60 s at most, for a loaded
+    machine); a store still being created counts as not yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if store.exists() and check():
+                return
+        except sqlite3.OperationalError:  # the store is being created
+            pass
+        assert time.monotonic() < deadline, f"follow never stored {what}"
+        time.sleep(0.1)
 
 
 def headless(argv: list[str], cwd: Path, env: dict[str, str], timeout: float,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -60,6 +61,9 @@ class Scripted(ScriptedServer[Call | Calls | Say]):
     # Sub-agents running at once, each its own script: a turn that offers `complete_task` (a
     # sub-agent's) and holds the key (a text of its prompt) takes that script's next step.
     agents: dict[str, list[Call | Say]] = field(default_factory=dict)
+    # Called with each request's body before it is answered (the agent waits meanwhile): a test
+    # starts something at a chosen point of the run.
+    hold: Callable[[Request], None] | None = None
 
     @property
     def base_url(self) -> str:
@@ -78,6 +82,8 @@ class Scripted(ScriptedServer[Call | Calls | Say]):
 
             def do_POST(self) -> None:
                 body = json.loads(self.raw_body() or b"{}")
+                if scripted.hold is not None:
+                    scripted.hold(body)
                 record = {"path": self.path, "body": body, "at": time.perf_counter()}
                 with scripted._lock:
                     scripted.requests.append(record)

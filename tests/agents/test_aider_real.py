@@ -10,16 +10,13 @@ edit format; the scripted model answers with text and a SEARCH/REPLACE block, wh
 from __future__ import annotations
 
 import re
-import signal
 import sqlite3
 import subprocess
-import threading
-import time
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from agent_project import CTXVIEW, HERE, AgentProject, needs
+from agent_project import HERE, AgentProject, Following, needs, wait_for
 from fake_openai import Say, Scripted
 
 AIDER = HERE / "aider" / ".venv" / "bin" / "aider"
@@ -170,43 +167,14 @@ def test_a_run_command_s_output_is_not_taken_from_aider_s_question(repo: Repo) -
     assert "Added 300 lines of output to the chat." in messages(repo.store, sid, "system")[-1]
 
 
-class Follow:
-    """`ctxview follow --no-view PATH` in its own process, stopped with ^C."""
-
-    def __init__(self, repo: Repo) -> None:
-        self.proc = subprocess.Popen([str(CTXVIEW), "follow", "--no-view", str(repo.history)],
-                                     cwd=repo.root, env=repo.env(), stderr=subprocess.PIPE,
-                                     text=True)  # fmt: skip
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        self.lines.extend(self.proc.stderr)
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(timeout=30)
-        assert self.proc.returncode == 0, "".join(self.lines)
-
-
-def wait_for(store: Path, check: object, what: str, timeout: float = 60) -> None:
-    assert callable(check)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if store.exists() and check():
-                return
-        except sqlite3.OperationalError:  # the store is being created
-            pass
-        assert time.monotonic() < deadline, f"follow never stored {what}"
-        time.sleep(0.1)
+def _follow(repo: Repo) -> Following:
+    return Following(repo.history, repo.root, repo.env())
 
 
 def test_follow_takes_a_second_run_appended_to_the_history(repo: Repo) -> None:
     with Scripted([Say(REPLY)]) as api:
         repo.aider(api, "Greet the world")
-    follow = Follow(repo)
+    follow = _follow(repo)
     try:
         wait_for(repo.store, lambda: len(sessions(repo.store)) == 1, "the first run")
         [(first, _, _)] = sessions(repo.store)

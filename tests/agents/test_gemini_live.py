@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ctxview.agents import failures, hook_trace
+from tests.agents.agent_project import Following, wait_for
 from tests.agents.fake_gemini import (
     SUMMARY,
     Call,
@@ -30,6 +31,7 @@ from tests.agents.gemini_helpers import (
     env,
     follow_once,
     installed,
+    run_gemini,
     scripted_run,
 )
 
@@ -163,6 +165,53 @@ def test_import_and_follow_of_a_hooked_session_store_it_once(tmp_path: Path) -> 
     assert "read notes.txt twice" in prompts  # the follow did add the chat file's messages
     assert _results(store) == hooked  # no call a second time, each text as the model got it
     assert calls == len(hooked)
+
+
+def _said(store: Path, role: str) -> list[str]:
+    with sqlite3.connect(store) as db:
+        return [r[0] for r in db.execute("SELECT text FROM events WHERE kind = 'message' AND "
+                                         "role = ? AND text != '' ORDER BY seq", (role,))]  # fmt: skip
+
+
+def test_a_session_followed_from_its_first_prompt_is_the_hooked_one(tmp_path: Path) -> None:
+    """`ctxview follow` of the chat file from Gemini's first request, before any hook ran: the
+    follow makes the session from the file's header and prompt, the hooks then answer in that
+    same session, and the follow stores none of their calls a second time."""
+    proj = _project(tmp_path)
+    environ = env(tmp_path, "")
+    f = str(proj / "notes.txt")
+    steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
+                               Call("read_file", {"file_path": f}),
+                               Call("run_shell_command", {"command": "seq 1 3"}), Say("fin.")]  # fmt: skip
+    store = Path(environ["CTXVIEW_STORE"])
+    follows: list[Following] = []
+
+    def follow_first(body: dict[str, object]) -> None:
+        if follows or not body.get("tools"):
+            return
+        [chat] = chat_files(Path(environ["HOME"]))
+        follows.append(Following(chat, proj, environ))
+        wait_for(store, lambda: "read notes.txt twice" in _said(store, "user"), "the prompt")
+
+    with installed(proj, environ):
+        try:
+            with Scripted(steps, hold=follow_first) as s:
+                environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
+                done = run_gemini(proj, environ, "read notes.txt twice")
+            assert done.returncode == 0, done.stderr
+            answers = [_unwrap(t) for _, t in _answers(s)]
+            wait_for(store, lambda: "fin." in _said(store, "assistant"), "the last answer")
+        finally:
+            for following in follows:
+                following.stop()
+    results = _results(store)
+    assert [r[2] for r in results] == answers, (results, answers)  # each once, as the model got it
+    with sqlite3.connect(store) as db:
+        sessions = [r[0] for r in db.execute("SELECT id FROM sessions")]
+        calls = db.execute("SELECT count(*) FROM events WHERE kind = 'call'").fetchone()[0]
+    assert len(sessions) == 1 and {r[0] for r in results} == set(sessions), (sessions, results)
+    assert calls == len(answers) == 3
+    assert _said(store, "user").count("read notes.txt twice") == 1
 
 
 @pytest.mark.parametrize("later", [False, True], ids=["same-minute", "later-minute"])

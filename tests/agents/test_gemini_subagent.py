@@ -7,17 +7,21 @@ output, and the parent's calls after it get the rules."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ctxview.agents.hook_client import stop
+from tests.agents.agent_project import Following, wait_for
 from tests.agents.fake_gemini import (
     Call,
     Calls,
+    Request,
     Say,
     Scripted,
     function_responses,
@@ -46,11 +50,12 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
 
 
 def _run(proj: Path, environ: dict[str, str], steps: list[Call | Calls | Say], prompt: str,
-         agents: dict[str, list[Call | Say]] | None = None) -> tuple[Scripted, Path, str]:  # fmt: skip
+         agents: dict[str, list[Call | Say]] | None = None,
+         hold: Callable[[Request], None] | None = None) -> tuple[Scripted, Path, str]:  # fmt: skip
     """Gemini run headless on the scripted steps (the engine stopped after, whatever the run
     did): the server, the parent's chat file and its session id."""
     try:
-        with Scripted(steps, agents=agents or {}) as s:
+        with Scripted(steps, agents=agents or {}, hold=hold) as s:
             environ["GOOGLE_GEMINI_BASE_URL"] = s.base_url
             done = run_gemini(proj, environ, prompt)
         assert done.returncode == 0, done.stderr
@@ -212,3 +217,50 @@ def test_a_sub_agent_whose_calls_have_the_models_ids_is_linked_too(tmp_path: Pat
     imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))
     assert imported.returncode == 0, imported.stderr
     assert _link(store, f"gm-{sub_file.stem}") == _agent_call(store, f"gm-{sid}")
+
+
+def _sessions(store: Path) -> dict[str, str | None]:
+    with sqlite3.connect(store) as db:
+        return dict(db.execute("SELECT id, parent_call FROM sessions").fetchall())
+
+
+def test_a_sub_agent_followed_while_it_runs_is_linked_when_its_call_ends(tmp_path: Path) -> None:
+    """Hooked, and `ctxview follow` of the parent's chat file started as the sub-agent's first
+    turn is asked: the follow takes the sub-agent's file while it runs (before its
+    `invoke_agent` call has ended, so nothing names it yet), and it is linked to that call as
+    the hooks stored it once the call ends; the parent's call is stored once."""
+    proj, environ, store = _project(tmp_path)
+    f = str(proj / "notes.txt")
+    assert ctxview(proj, environ, "install", "gemini").returncode == 0
+    steps: list[Call | Calls | Say] = [
+        Call("invoke_agent", {"agent_name": "codebase_investigator", "prompt": "read notes"}),
+        Call("read_file", {"file_path": f}), Call("complete_task", REPORT),  # the sub-agent
+        Say("fin."),
+    ]  # fmt: skip
+    follows: list[Following] = []
+    early: list[dict[str, str | None]] = []  # the sessions stored as the sub-agent ran
+
+    def follow_the_parent(body: Request) -> None:
+        if follows or "complete_task" not in _tools(body):
+            return
+        [parent] = chat_files(Path(environ["HOME"]))
+        follows.append(Following(parent, proj, environ))
+        with contextlib.suppress(AssertionError):  # (in the server's thread: told below)
+            wait_for(store, lambda: len(_sessions(store)) == 2, "the sub-agent while it runs")
+        early.append(_sessions(store))
+
+    try:
+        _, _, sid = _run(proj, environ, steps, "investigate notes.txt", hold=follow_the_parent)
+        assert follows, "the sub-agent was never asked"
+        assert len(early[0]) == 2 and not any(early[0].values()), early  # taken, not yet linked
+        parent = f"gm-{sid}"
+        wait_for(store, lambda: any(_sessions(store).values()), "the sub-agent's link")
+    finally:
+        for following in follows:
+            following.stop()
+    [agent] = [a for a in _sessions(store) if a != parent]
+    assert _sessions(store) == {parent: None, agent: _agent_call(store, parent)}
+    with sqlite3.connect(store) as db:
+        counts = dict(db.execute("SELECT session, count(*) FROM events WHERE kind = 'result' "
+                                 "GROUP BY session").fetchall())  # fmt: skip
+    assert counts == {parent: 1, agent: 2}, counts  # the sub-agent's read and complete_task
