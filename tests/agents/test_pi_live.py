@@ -12,12 +12,14 @@ import json
 import re
 import sqlite3
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from agent_project import Following, wait_for
 from engine_held import down_then_back, engine_held_down
 from fake_anthropic import FakeAnthropic
 from pi_helpers import PiProject, Rpc, needs_pi, pi_project, results, texts
@@ -278,3 +280,62 @@ def test_two_reads_the_extension_missed_are_both_stored_in_full(tmp_path: Path) 
         (pi_file,) = p.sessions()
         assert p.ctxview("import", str(pi_file)).returncode == 0
         assert _stored(p)[1] == shown  # an import afterwards adds nothing
+
+
+def _said(p: PiProject) -> list[str]:
+    with sqlite3.connect(p.store) as db:
+        return [r[0] for r in db.execute("SELECT text FROM events WHERE kind = 'message' AND "
+                                         "role = 'assistant' AND text != ''")]  # fmt: skip
+
+
+@needs_pi
+def test_a_session_followed_while_its_first_call_runs_stores_each_call_once(
+    tmp_path: Path,
+) -> None:
+    """`ctxview follow` of pi's session file from the moment pi writes it (once the model's
+    first answer is in), while that answer's call runs: the follow takes the call's record
+    before its result, into the session the extension made at pi's `session_start`; the
+    extension's results then land there, and the follow stores none of them a second time."""
+    with pi_project(tmp_path) as p:
+        (p.root / "a.py").write_text(A)
+        assert p.ctxview("install", "pi").returncode == 0
+        gate = tmp_path / "go"
+        read_a = {"tool": "read", "input": {"path": "a.py"}}
+        steps: list[Any] = [
+            {"tool": "bash", "input": {"command": f"until [ -e {gate} ]; do sleep 0.05; done"}},
+            read_a, read_a, {"text": "Done."}]  # fmt: skip
+        follows: list[Following] = []
+        missed: list[BaseException] = []
+
+        def follow_the_file() -> None:  # while the first call waits for the gate
+            try:
+                wait_for(p.store, p.sessions, "pi's session file", timeout=120)
+                follows.append(Following(p.sessions()[0], p.root, p.ctxview_env()))
+                wait_for(p.store, lambda: _stored(p)[0], "the session from pi's file")
+                assert _stored(p)[1] == [], "a result before the gate"
+            except BaseException as exc:
+                missed.append(exc)
+            finally:
+                gate.touch()
+
+        opener = threading.Thread(target=follow_the_file, daemon=True)
+        opener.start()
+        try:
+            with FakeAnthropic(steps) as api:
+                p.provider(api.url)
+                p.print("go")
+            opener.join(60)
+            assert not missed, missed
+            wait_for(p.store, lambda: "Done." in _said(p), "pi's last answer")
+        finally:
+            for following in follows:
+                following.stop()
+        got = results(api.main_requests[-1])
+        (pi_file,) = p.sessions()
+        pid = json.loads(pi_file.read_text().splitlines()[0])["id"]
+        sessions, shown = _stored(p)
+        assert sessions == [(f"pi-{pid}", "pi", 1)]
+        assert [ref for ref, _ in shown] == ["toolu_0001_bash", "toolu_0002_read",
+                                             "toolu_0003_read"]  # fmt: skip
+        assert dict(shown) == got  # each once, as the model got it
+        assert "Unchanged since #1001" in got["toolu_0003_read"], got
