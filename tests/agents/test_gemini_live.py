@@ -127,6 +127,12 @@ def test_hooked_session_gets_the_rules(tmp_path: Path) -> None:
         assert got == want, (got[-300:], want[-300:])
 
 
+def _read_twice_and_run(proj: Path) -> list[Call | Say]:
+    f = str(proj / "notes.txt")
+    return [Call("read_file", {"file_path": f}), Call("read_file", {"file_path": f}),
+            Call("run_shell_command", {"command": "seq 1 3"}), Say("fin.")]  # fmt: skip
+
+
 def _results(store: Path) -> list[tuple[str, str, str]]:
     with sqlite3.connect(store) as db:
         return db.execute(
@@ -140,10 +146,7 @@ def test_import_and_follow_of_a_hooked_session_store_it_once(tmp_path: Path) -> 
     `gm-<id>`, gaining its messages, each call once with the text the model got."""
     proj = _project(tmp_path)
     environ = env(tmp_path, "")
-    f = str(proj / "notes.txt")
-    steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
-                               Call("read_file", {"file_path": f}),
-                               Call("run_shell_command", {"command": "seq 1 3"}), Say("fin.")]  # fmt: skip
+    steps = _read_twice_and_run(proj)
     with installed(proj, environ) as store:
         s, done = scripted_run(proj, environ, steps, "read notes.txt twice")
         assert done.returncode == 0, done.stderr
@@ -179,10 +182,7 @@ def test_a_session_followed_from_its_first_prompt_is_the_hooked_one(tmp_path: Pa
     same session, and the follow stores none of their calls a second time."""
     proj = _project(tmp_path)
     environ = env(tmp_path, "")
-    f = str(proj / "notes.txt")
-    steps: list[Call | Say] = [Call("read_file", {"file_path": f}),
-                               Call("read_file", {"file_path": f}),
-                               Call("run_shell_command", {"command": "seq 1 3"}), Say("fin.")]  # fmt: skip
+    steps = _read_twice_and_run(proj)
     store = Path(environ["CTXVIEW_STORE"])
     follows: list[Following] = []
 
