@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import signal
 import sqlite3
-import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_project import Following, wait_for
 from engine_held import down_then_back
 from fake_anthropic import FakeAnthropic
-from opencode_helpers import CTXVIEW, Project, needs_opencode, project, texts, tool_results
+from opencode_helpers import Project, needs_opencode, project, texts, tool_results
 
 from ctxview.agents.engine_socket import socket_file
 from ctxview.agents.hook_client import stop
@@ -265,19 +264,11 @@ def _messages(store: Path) -> list[tuple[str, str]]:
 
 def _follow_until(p: Project, path: Path, said: tuple[str, str]) -> None:
     """`ctxview follow --no-view PATH` until the store has the message `said`, then ^C."""
-    proc = subprocess.Popen([str(CTXVIEW), "follow", "--no-view", str(path)], cwd=p.root,
-                            env=p.env(), stderr=subprocess.PIPE, text=True)  # fmt: skip
-    lines: list[str] = []
-    reading = threading.Thread(target=lambda: lines.extend(proc.stderr or []), daemon=True)
-    reading.start()
-    deadline = time.monotonic() + 90
-    while not any(x.startswith("Following") for x in lines) or said not in _messages(p.store):
-        assert proc.poll() is None and time.monotonic() < deadline, lines
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=30)
-    reading.join(timeout=30)
-    assert proc.returncode == 0, lines
+    following = Following(path, p.root, p.env())
+    try:
+        wait_for(p.store, lambda: said in _messages(p.store), f"the message {said}", timeout=90)
+    finally:
+        following.stop()
 
 
 def test_import_and_follow_of_a_plugged_session_add_its_messages_not_its_calls(
@@ -450,3 +441,56 @@ def test_the_files_read_table_after_a_missed_read_gives_the_files_own_hash(
         own = hashlib.sha256(text.encode()).hexdigest()[:8]
         rows = [row for row in table.split("\n") if row.startswith(f"| {f} ")]
         assert rows == [f"| {f} | 1-10 of 10 | {own} | #1000 |"], table
+
+
+def test_a_session_followed_while_its_first_call_runs_stores_each_call_once(
+    tmp_path: Path,
+) -> None:
+    """`ctxview follow` of OpenCode's database from before the first tool result reaches the
+    plugin (a gate holds the first call): the follow takes the session from OpenCode's own
+    record of it, the plugin's results land in that session, and the follow stores none of
+    them a second time."""
+    with project(tmp_path) as p:
+        f = p.root / "a.py"
+        f.write_text("".join(f"line {i}\n" for i in range(1, 41)))
+        gate = tmp_path / "go"
+        read = {"tool": "read", "input": {"filePath": str(f)}}
+        steps = [{"tool": "bash", "input": {"command": f"until [ -e {gate} ]; do sleep 0.05; done",
+                                            "description": "wait"}},
+                 read, read, {"text": "Done."}]  # fmt: skip
+        follows: list[Following] = []
+        missed: list[BaseException] = []
+
+        def follow_the_database() -> None:  # while the first call waits for the gate
+            try:
+                deadline = time.monotonic() + 120
+                while not p.database.exists():
+                    assert time.monotonic() < deadline, "OpenCode made no database"
+                    time.sleep(0.05)
+                follows.append(Following(p.database, p.root, p.env()))
+                wait_for(p.store, lambda: ("user", "go") in _messages(p.store), "the prompt")
+                assert _stored(p.store) == [], "a result before the gate"
+            except BaseException as exc:
+                missed.append(exc)
+            finally:
+                gate.touch()
+
+        with FakeAnthropic(steps) as api:
+            p.write_config(api.url)
+            assert p.ctxview("install", "opencode").returncode == 0
+            opener = threading.Thread(target=follow_the_database, daemon=True)
+            opener.start()
+            try:
+                sid = _session_of(p.run("go"))
+                opener.join(60)
+                assert not missed, missed
+                wait_for(p.store, lambda: ("assistant", "Done.") in _messages(p.store),
+                         "OpenCode's last answer")  # fmt: skip
+            finally:
+                for following in follows:
+                    following.stop()
+        got = tool_results(api.main_requests[-1])
+        stored = _stored(p.store)
+        assert [(s, ref) for s, ref, _ in stored] == [(f"oc-{sid}", ref) for ref in got], stored
+        assert {ref: shown for _, ref, shown in stored} == got  # each once, as the model got it
+        assert "Unchanged since" in list(got.values())[-1], got
