@@ -15,6 +15,7 @@ import pytest
 from gemini_subagent_files import AGENTS, CALLS, PARENT, write
 from test_import_agents import run
 
+from ctxview.importers.file_report import FileReport
 from ctxview.importers.follow import RACY_NS, Folders, follow
 from ctxview.store import Writer
 
@@ -97,3 +98,32 @@ def test_a_folder_listed_in_the_tick_of_its_last_change_is_listed_again(tmp_path
     os.utime(tmp_path, ns=(old, old))  # c added, the mtime as it was: the listing is trusted
     assert folders.entries(tmp_path) == [tmp_path / "a", tmp_path / "b"]
     assert Folders().entries(tmp_path / "a") == [] and Folders().entries(tmp_path / "x") == []
+
+
+async def test_strangers_among_the_sub_agents_files_are_passed_over_once(tmp_path: Path) -> None:
+    """A folder, a FIFO (nobody writes it) and a link to /dev/zero named as sub-agents' files:
+    each is said once and passed over; the follow goes on and takes the real ones."""
+    parent, agents = write(tmp_path / "tmp")
+    folder = agents[0].parent
+    (folder / "dir.jsonl").mkdir()
+    os.mkfifo(folder / "fifo.jsonl")
+    (folder / "zero.jsonl").symlink_to("/dev/zero")
+    store = tmp_path / "s.db"
+    writer = await Writer.open(store)
+    stop = asyncio.Event()
+    reports: list[FileReport] = []
+    task = asyncio.create_task(follow(writer, parent, stop=stop, poll=0.05,
+                                      on_batch=reports.append))  # fmt: skip
+    try:
+        await _until(lambda: len(_links(store)) == 3, "the parent and its two agents")
+        await asyncio.sleep(0.5)  # ten more rounds: none of the strangers is said again
+        assert not task.done()
+    finally:
+        stop.set()
+        await task
+        await writer.close()
+    said = sorted((Path(r.path).name, r.refused) for r in reports if r.refused)
+    assert said == [("dir.jsonl", "is a folder, not a transcript."),
+                    ("fifo.jsonl", "is not a regular file"),
+                    ("zero.jsonl", "/dev/zero is not a regular file")], said  # fmt: skip
+    assert _links(store) == {f"gm-{PARENT}": (None, None), **LINKED}

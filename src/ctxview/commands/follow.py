@@ -39,6 +39,8 @@ def _plural(n: int, word: str) -> str:
 
 def batch_line(report: FileReport) -> str:
     """One batch imported, in a sentence: '+1 line (80 bytes) → cc-…'."""
+    if report.refused:
+        return f"Passed over {report.path}: {report.refused}"
     parts = [
         f"+{_plural(report.lines, 'line')} ({_plural(report.bytes, 'byte')}) → {report.session}"
     ]
@@ -106,7 +108,8 @@ async def _view(args: argparse.Namespace, path: Path) -> int:
     def on_batch(report: FileReport) -> None:
         if report.session and report.path == main and not found.done():
             found.set_result(report.session)
-        if report.problems or report.replaced:  # never print inside the app: stdout is the screen
+        # Never printed inside the app: stdout is its screen.
+        if report.problems or report.replaced or report.refused:
             app.notify(batch_line(report), severity="warning", timeout=8, markup=False)
 
     async def run_follow() -> None:

@@ -27,6 +27,7 @@ class FileReport:
     replaced: bool = False  # the file was truncated or replaced since the last import
     waiting: bool = False  # an incomplete last line is left for later
     quiet: dict[str, int] = field(default_factory=dict)  # known kinds skipped -> how many
+    refused: str | None = None  # why a file found beside the one followed is none to import
     # Every session the file filled this time: its own and its inline sidechains' (sub-agents'
     # child sessions), which the summary counted as none.
     sessions: set[str] = field(default_factory=set)

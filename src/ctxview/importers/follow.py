@@ -26,6 +26,8 @@ from pathlib import Path
 
 from watchfiles import awatch
 
+from ctxview.files.regular import NotRegularFile
+from ctxview.importers.detect import NotTranscript
 from ctxview.importers.gemini_files import agents_folder, alike, session_of
 from ctxview.importers.runner import FileImporter, FileReport
 from ctxview.store import Writer
@@ -56,6 +58,7 @@ async def follow(
     importers: dict[Path, FileImporter] = {}
     sessions: dict[Path, str] = {}  # the Gemini session each chat file alike names
     folders = Folders()
+    refused: dict[Path, tuple[int, int, int] | None] = {}  # files beside it that are none
     try:
         while not stop.is_set():
             changed.clear()  # before reading, so a write during the read wakes the next round
@@ -63,16 +66,36 @@ async def follow(
             if (sid := sessions.get(path)) is not None:
                 wakes.add(os.fspath(agents_folder(path, sid)) + os.sep)
             for f in files if path.exists() else []:
+                if f in refused and refused[f] == _stamp(f):
+                    continue
                 importer = importers.setdefault(f, FileImporter(writer, f))
-                async with writer.batch():
-                    report = await importer.step(live=True)
-                if on_batch and (report.lines or report.replaced or report.problems):
+                try:
+                    async with writer.batch():
+                        report = await importer.step(live=True)
+                except (NotTranscript, NotRegularFile, FileNotFoundError) as exc:
+                    if f == path:
+                        raise  # the file asked for: the command says why
+                    # Another file found beside it (a folder, a FIFO, a stranger named like a
+                    # sub-agent's): said once, tried again only once it changed.
+                    refused[f] = _stamp(f)
+                    importers.pop(f, None)
+                    report = FileReport(str(f), refused=str(exc).removeprefix(f"{f} "))
+                if on_batch and (report.lines or report.replaced or report.problems
+                                 or report.refused):  # fmt: skip
                     on_batch(report)
             await _wait_any(changed, stop, poll)
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class Folders:
