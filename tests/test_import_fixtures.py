@@ -351,6 +351,47 @@ async def test_truncation_and_replacement_are_noticed(tmp_path: Path) -> None:
 # Finding transcripts, and the progress bar
 
 
+def test_newest_is_of_any_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ctxview follow` with no path: the newest session file of any agent where it keeps
+    them; sub-agents' files passed over; OpenCode's database by its write-ahead log too."""
+    import os
+
+    from ctxview.importers.find import newest
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "no-claude"))
+    monkeypatch.setenv("CODEX_HOME", str(home / "no-codex"))
+    assert newest() is None
+    chats = home / ".gemini" / "tmp" / ("ab" * 32) / "chats"
+    files = [chats / "session-2026-05-01T10-00-5e551011.jsonl",
+             home / ".pi" / "agent" / "sessions" / "--proj--" / "2026-05-01T10-00-00_x.jsonl",
+             home / ".copilot" / "session-state" / "c0" / "events.jsonl",
+             home / ".cursor" / "projects" / "proj" / "agent-transcripts" / "u1" / "u1.jsonl",
+             home / ".cursor" / "projects" / "proj" / "agent-transcripts" / "old.jsonl",
+             home / "data" / "opencode" / "opencode.db"]  # fmt: skip
+    sub_agents = [chats / "5e551011-aaaa" / "agent.jsonl",
+                  files[3].parent / "subagents" / "s1.jsonl"]  # fmt: skip
+    for f in files + sub_agents:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("{}\n")
+        os.utime(f, (1_000_000, 1_000_000))
+    for n, f in enumerate(files, 1):
+        os.utime(f, (2_000_000 + n, 2_000_000 + n))
+        assert newest() == f, f
+        for agent in sub_agents:
+            os.utime(agent, (3_000_000 + n, 3_000_000 + n))
+        assert newest() == f  # a sub-agent's file newer still: its session is followed
+    cursor = files[3]
+    os.utime(cursor, (4_000_000, 4_000_000))
+    assert newest() == cursor
+    wal = files[-1].with_name("opencode.db-wal")  # OpenCode writes there until a checkpoint
+    wal.write_text("")
+    os.utime(wal, (5_000_000, 5_000_000))
+    assert newest() == files[-1]
+
+
 def test_newest_and_folder_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 

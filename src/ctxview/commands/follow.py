@@ -23,7 +23,7 @@ from ctxview.store import Writer
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", nargs="?", metavar="PATH",
-                        help="the transcript (default: the newest session on this machine)")  # fmt: skip
+                        help="the session file (default: the newest of any agent's on this machine)")  # fmt: skip
     parser.add_argument("--no-view", action="store_true",
                         help="only import, no viewer: one line on stderr per batch, until Ctrl-C")  # fmt: skip
     parser.add_argument("--theme", help="the viewer's theme (ctxview-dark, ctxview-light, ...)")
@@ -59,7 +59,10 @@ def _say(report: FileReport) -> None:
 async def _run(args: argparse.Namespace) -> int:
     path = Path(args.path).expanduser() if args.path else newest()
     if path is None:
-        raise CliError("No Claude Code or Codex session was found; give the transcript's path.")
+        raise CliError(
+            "No agent's session was found where Claude Code, Codex, Gemini CLI, pi, "
+            "Copilot CLI, Cursor or OpenCode keep them; give the session file's path."
+        )
     if not path.is_file():
         raise CliError(f"There is no file {path}.")
     if args.theme:

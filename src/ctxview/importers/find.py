@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -55,18 +55,40 @@ def transcripts(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
 
 
 def newest() -> Path | None:
-    """The most recently written Claude Code or Codex session file, or None."""
+    """The most recently written session of any agent where it keeps them on this machine
+    (`session_files`), or None."""
     best: tuple[float, Path] | None = None
-    for root in (claude_root(), codex_root()):
-        if not root.is_dir():
+    for f in session_files():
+        try:
+            mtime = max(os.stat(p).st_mtime for p in _written(f))
+        except (OSError, ValueError):
             continue
-        for f in root.rglob("*.jsonl"):
-            if f.name.startswith("agent-"):
-                continue  # a sub-agent of a session: follow the session itself
-            try:
-                mtime = f.stat().st_mtime
-            except OSError:
-                continue
-            if best is None or mtime > best[0]:
-                best = (mtime, f)
+        if best is None or mtime > best[0]:
+            best = (mtime, f)
     return best[1] if best else None
+
+
+def session_files() -> Iterator[Path]:
+    """Each agent's own session files in the folders it keeps them in: Claude Code's and
+    Codex's (as they read their folders' variables), Gemini CLI's chats, pi's sessions, Copilot
+    CLI's session state, Cursor's agent transcripts, OpenCode's database. A sub-agent's file is
+    not among them: its session's file is followed with it."""
+    home = Path("~").expanduser()
+    data = Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share")
+    yield from (f for f in claude_root().rglob("*.jsonl") if not f.name.startswith("agent-"))
+    yield from codex_root().rglob("*.jsonl")
+    yield from (home / ".gemini" / "tmp").glob("*/chats/session-*.json*")
+    yield from (home / ".pi" / "agent" / "sessions").glob("*/*.jsonl")
+    yield from (home / ".copilot" / "session-state").glob("*/events.jsonl")
+    cursor = home / ".cursor" / "projects"
+    yield from cursor.glob("*/agent-transcripts/*.jsonl")  # older: one file a session
+    yield from cursor.glob("*/agent-transcripts/*/*.jsonl")  # `<id>/<id>.jsonl`
+    if (db := data / "opencode" / "opencode.db").is_file():
+        yield db
+
+
+def _written(path: Path) -> list[Path]:
+    """The files whose mtime says when the session at `path` was last written: an SQLite
+    database's write-ahead log too (its writes land there until a checkpoint)."""
+    wal = path.with_name(f"{path.name}-wal")
+    return [path, wal] if path.suffix == ".db" and wal.exists() else [path]
