@@ -10,6 +10,7 @@ import json
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -143,9 +144,10 @@ class _FakeEngine:
     """Something on the endpoint's port in the engine's place, answering `reply` (or nothing,
     holding the connection), to see what the client does with an answer it cannot use."""
 
-    def __init__(self, port: int, reply: bytes | None) -> None:
+    def __init__(self, port: int, reply: bytes | None, *, reset: bool = False) -> None:
         self.sock = socket.create_server((endpoint.LOOPBACK, port))
         self.reply = reply
+        self.reset = reset  # closed with a reset after the reply (the body left unread)
         self.requests: list[bytes] = []
         self.release = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -158,10 +160,18 @@ class _FakeEngine:
             while b"\r\n\r\n" not in data:
                 data += conn.recv(1 << 16)
             self.requests.append(data)
+            if self.reply is not None and not self.reset:  # the body read: closed, not reset
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = re.search(rb"Content-Length: (\d+)", head)
+                size = int(length.group(1)) if length else 0
+                while len(body) < size:
+                    body += conn.recv(1 << 16)
             if self.reply is None:
                 self.release.wait(LIMIT)
             else:
                 conn.sendall(self.reply)
+            if self.reset:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
     def close(self) -> None:
         self.release.set()
@@ -169,15 +179,21 @@ class _FakeEngine:
         self.sock.close()
 
 
-@pytest.mark.parametrize("reply", [b"HTTP/1.1 200 OK\r\nContent-Length: 900\r\n\r\n{\"cut", b"",
-                                   None])  # fmt: skip
-def test_an_answer_it_cannot_use_is_recorded_not_asked_again(hooks: Hooks,
-                                                             reply: bytes | None) -> None:  # fmt: skip
-    """Cut short, the connection closed with no answer, or none in time: the engine may have
-    stored the call, so it is not asked again; the failure is recorded, nothing printed."""
+CUT = b'HTTP/1.1 200 OK\r\nContent-Length: 900\r\n\r\n{"cut'
+
+
+@pytest.mark.parametrize(("reply", "reset"), [(CUT, False), (CUT, True), (b"", False),
+                                              (None, False)],
+                         ids=["cut", "cut-then-reset", "closed", "silent"])  # fmt: skip
+def test_an_answer_it_cannot_use_is_recorded_not_asked_again(hooks: Hooks, reply: bytes | None,
+                                                             reset: bool) -> None:  # fmt: skip
+    """Cut short (then the connection reset, as a peer that leaves the request unread does),
+    the connection closed with no answer, or none in time: the engine may have stored the
+    call, so it is not asked again; the failure is recorded, nothing printed, not even bash's
+    own complaint on stderr."""
     ep = endpoint.load(hooks.store)
     assert ep is not None
-    fake = _FakeEngine(ep.port, reply)
+    fake = _FakeEngine(ep.port, reply, reset=reset)
     try:
         began = time.monotonic()
         assert hooks.run(hooks.bash, hooks.payload()) == b""
@@ -189,7 +205,10 @@ def test_an_answer_it_cannot_use_is_recorded_not_asked_again(hooks: Hooks,
     [record] = failures.read(hooks.store)
     assert record["event"] == "AfterTool" and record["tool_name"] == "read_file", record
     why = {b"": "closed it unanswered", None: "did not answer in 1.8 s"}.get(reply, "cut short")
-    assert why in record["error"], record
+    if reset:  # the reset may come before the answer is read: then nothing of it is
+        assert "cut short" in record["error"] or "closed it unanswered" in record["error"]
+    else:
+        assert why in record["error"], record
 
 
 def test_the_secret_is_on_no_command_line(hooks: Hooks) -> None:

@@ -63,11 +63,12 @@ fi
 
 # The answer, to EOF (the engine closes after it). Its first byte within the client's own 2 s
 # budget; the rest without `-t`, which costs two system calls a byte: the engine writes the
-# answer in one piece (hook_http.py), so once it begins, it comes.
+# answer in one piece (hook_http.py), so once it begins, it comes. A reset connection is told
+# below by what was read (bash's own "read error" would be the hook's stderr, which Gemini shows).
 _ctxview_resp= _ctxview_rest=
-read -r -t 1.8 -N 1 -u "$_ctxview_fd" _ctxview_resp
+read -r -t 1.8 -N 1 -u "$_ctxview_fd" _ctxview_resp 2>/dev/null
 _ctxview_timed=$? # above 128: the budget ran out
-((_ctxview_timed)) || read -r -N 1073741824 -u "$_ctxview_fd" _ctxview_rest
+((_ctxview_timed)) || read -r -N 1073741824 -u "$_ctxview_fd" _ctxview_rest 2>/dev/null
 _ctxview_resp+=$_ctxview_rest
 _ctxview_head=${_ctxview_resp%%$'\r\n\r\n'*}
 _ctxview_answer=${_ctxview_resp:${#_ctxview_head}+4}
