@@ -158,6 +158,15 @@ def test_an_imported_sub_agent_is_linked_to_the_call_that_ran_it(tmp_path: Path)
     imported = ctxview(proj, environ, "import", str(home / ".gemini" / "tmp"))
     assert imported.returncode == 0, imported.stderr
     assert _link(store, f"gm-{sub_file.stem}") == calls[0]["id"] == _agent_call(store, f"gm-{sid}")
+    # Gemini records each call's response as a user message of function responses: they are
+    # the results, not a message; the sub-agent is titled by its objective, past the context
+    # Gemini puts before it.
+    with sqlite3.connect(store) as db:
+        titles = dict(db.execute("SELECT id, title FROM sessions").fetchall())
+        said = [r[0] for r in db.execute("SELECT text FROM events WHERE kind = 'message' AND "
+                                         "role = 'user' ORDER BY session, seq")]  # fmt: skip
+    assert titles == {f"gm-{sid}": "investigate notes.txt", f"gm-{sub_file.stem}": "read notes"}
+    assert "investigate notes.txt" in said and not any("[functionResponse]" in t for t in said)
 
 
 @pytest.mark.parametrize("hooked", [True, False], ids=["hooked", "imported"])

@@ -118,8 +118,16 @@ class GeminiParser(SimpleParser):
                 return
             self._join = False
         if kind == "user":
-            if not again:
-                await main.message("user", _text(rec.get("content")), ts=ts)
+            content = rec.get("content")
+            if _responses_only(content):
+                # The calls' results as Gemini sent them back (0.61 records them as a user
+                # message): each is its call's result already, no word of the person's.
+                self.skip("function responses")
+            elif not again:
+                prompt = _prompt(content)
+                if prompt is not None and "prompt" not in main.data:
+                    main.prompted(prompt)  # past the context Gemini puts before it
+                await main.message("user", _text(content), ts=ts)
         elif kind == "gemini":
             if not again:
                 await main.message("assistant", _text(rec.get("content")), ts=ts,
@@ -223,6 +231,27 @@ def _hook_ref(description: Any) -> str | None:
         return None
     ref = args.get("ref") if isinstance(args, dict) else None
     return ref if isinstance(ref, str) and ref.startswith(HOOK_REF) else None
+
+
+def _responses_only(content: Any) -> bool:
+    """Whether a user message's parts are all function responses (none of them typed)."""
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(p, dict) and "functionResponse" in p for p in content)  # fmt: skip
+
+
+_OBJECTIVE = re.compile(r"<objective>\s*(.*?)\s*</objective>", re.S)
+
+
+def _prompt(content: Any) -> str | None:
+    """What names the session: the first text part that is not context Gemini put before the
+    prompt (`<loaded_context>…`, a sub-agent's), and of a sub-agent's task (the codebase
+    investigator's `<objective>…</objective>`) the objective itself."""
+    for part in content if isinstance(content, list) else []:
+        text = part.get("text") if isinstance(part, dict) else None
+        if isinstance(text, str) and text.strip() and not text.lstrip().startswith("<"):
+            objective = _OBJECTIVE.findall(text)
+            return objective[0] if len(objective) == 1 and objective[0] else text
+    return None
 
 
 def _text(content: Any) -> str:
