@@ -10,6 +10,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -333,3 +334,17 @@ def test_hooks_queued_at_an_engine_held_up_each_end_within_the_budget(hooks: Hoo
     assert took < 4.0, took  # the client's 1.8 s budget and a Python start
     [record] = failures.read(hooks.store)
     assert "did not answer in 1.8 s" in record["error"], record
+
+
+def test_a_store_removed_while_the_engine_runs_gets_the_next_calls(hooks: Hooks) -> None:
+    """A person starts afresh (the store's files removed) while the engine is up: the next
+    call lands in the new store at the path, not in the removed one the engine still held."""
+    assert "tailToolCallRequest" in hooks.run(hooks.bash, hooks.payload("before")).decode()
+    for extra in ("", "-wal", "-shm"):
+        Path(f"{hooks.store}{extra}").unlink(missing_ok=True)
+    assert "tailToolCallRequest" in hooks.run(hooks.bash, hooks.payload("after")).decode()
+    stop(hooks.store)
+    with sqlite3.connect(hooks.store) as db:
+        rows = db.execute("SELECT session, count(*) FROM events WHERE kind = 'result' "
+                          "GROUP BY session").fetchall()  # fmt: skip
+    assert rows == [("gm-after", 1)], rows

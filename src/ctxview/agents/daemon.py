@@ -123,9 +123,16 @@ class Daemon:
             now = None
         if now != self.inode:
             await self._stop_catch_up()
+            await self._close_hosts()  # each holds the old store too: made again on first use
             await self.engine.close()
             if (why := await self._open()) is not None:
                 raise StoreUnwritable(why)
+
+    async def _close_hosts(self) -> None:
+        hosts, self.hosts = self.hosts, {}
+        for host in hosts.values():
+            with contextlib.suppress(Exception):  # a store gone may fail its close: it is gone
+                await host.close()
 
     async def _stop_catch_up(self) -> None:
         missed, self.missed = self.missed, None
@@ -163,8 +170,7 @@ class Daemon:
             if self.http is not None:
                 self.http.close()
             await self._stop_catch_up()
-            for host in self.hosts.values():
-                await host.close()
+            await self._close_hosts()
             # The store is released before the socket goes: a `stop` (which waits for this
             # process to end) or a client that finds no socket never meets an engine still
             # closing, whose checkpoint would write a store replaced meanwhile.
