@@ -148,7 +148,7 @@ class _FakeEngine:
     def __init__(self, port: int, reply: bytes | None, *, reset: bool = False) -> None:
         self.sock = socket.create_server((endpoint.LOOPBACK, port))
         self.reply = reply
-        self.reset = reset  # closed with a reset after the reply (the body left unread)
+        self.reset = reset  # the connection reset after the reply, not closed
         self.requests: list[bytes] = []
         self.release = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -161,7 +161,7 @@ class _FakeEngine:
             while b"\r\n\r\n" not in data:
                 data += conn.recv(1 << 16)
             self.requests.append(data)
-            if self.reply is not None and not self.reset:  # the body read: closed, not reset
+            if self.reply is not None:  # the whole request read first: it was taken
                 head, _, body = data.partition(b"\r\n\r\n")
                 length = re.search(rb"Content-Length: (\d+)", head)
                 size = int(length.group(1)) if length else 0
@@ -188,10 +188,9 @@ CUT = b'HTTP/1.1 200 OK\r\nContent-Length: 900\r\n\r\n{"cut'
                          ids=["cut", "cut-then-reset", "closed", "silent"])  # fmt: skip
 def test_an_answer_it_cannot_use_is_recorded_not_asked_again(hooks: Hooks, reply: bytes | None,
                                                              reset: bool) -> None:  # fmt: skip
-    """Cut short (then the connection reset, as a peer that leaves the request unread does),
-    the connection closed with no answer, or none in time: the engine may have stored the
-    call, so it is not asked again; the failure is recorded, nothing printed, not even bash's
-    own complaint on stderr."""
+    """Cut short (then the connection reset rather than closed), the connection closed with no
+    answer, or none in time: the engine may have stored the call, so it is not asked again;
+    the failure is recorded, nothing printed, not even bash's own complaint on stderr."""
     ep = endpoint.load(hooks.store)
     assert ep is not None
     fake = _FakeEngine(ep.port, reply, reset=reset)
