@@ -178,11 +178,22 @@ def read_opencode(path: Path, fmt: str) -> list[DocSession]:
         out.append(DocSession(
             info["id"], str(path_text(info.get("directory")) or ""), msgs,
             str(msgs[0]["info"].get("id")) if msgs else "", final,
-            title=info.get("title") if isinstance(info.get("title"), str) else None,
+            title=_opencode_title(info.get("title")),
             started=created / 1000 if created else None,
             parent=id_text(info.get("parentID")), parent_call=calls.get(info["id"]),
         ))  # fmt: skip
     return out
+
+
+# What OpenCode names a session until its title model answers (`Session.createDefaultTitle`):
+# no title of the session's own, so its first prompt names it meanwhile.
+_OPENCODE_UNTITLED = re.compile(r"(?:New|Child) session - \d{4}-\d\d-\d\dT[\d:.]+Z")
+
+
+def _opencode_title(title: Any) -> str | None:
+    if not isinstance(title, str) or not title or _OPENCODE_UNTITLED.fullmatch(title):
+        return None
+    return title
 
 
 def _opencode_open(msg: dict[str, Any]) -> bool:
@@ -359,7 +370,7 @@ async def _one(writer: Writer, path: Path, fmt: str, doc: DocSession, sid: str,
         known = json.loads(info["data"] or "{}").get("import", {})
         if known.get("head") == doc.head and int(known.get("done", 0)) >= (
                 doc.final if live else len(doc.units)) and int(known.get("done", 0)) <= len(
-                doc.units) and _grown(doc, known) is None:  # fmt: skip
+                doc.units) and _grown(doc, known) is None and known.get("title") == doc.title:  # fmt: skip
             return  # nothing new: looked at without loading the session
     if info is None:
         parent = sids.get(doc.parent) if doc.parent else None
@@ -376,9 +387,13 @@ async def _one(writer: Writer, path: Path, fmt: str, doc: DocSession, sid: str,
         )  # fmt: skip
         main = Replay(session, doc.cwd, data)
         state: dict[str, Any] = {}
+        retitled = False
     else:
         main = await resume(writer, sid, doc.cwd)
         state = main.data.get("import", {})
+        retitled = bool(doc.title) and doc.title != state.get("title")
+        if retitled:
+            main.titled(str(doc.title))  # the agent named it since (OpenCode's title model)
     done = int(state.get("done", 0))
     upto = doc.final if live else len(doc.units)
     hub = Hub(writer, path, agent, main)
@@ -390,7 +405,7 @@ async def _one(writer: Writer, path: Path, fmt: str, doc: DocSession, sid: str,
                            "from its start.", ts=time.time(), data={"subtype": "source_replaced"})  # fmt: skip
         done, state = 0, {}
     grown = None if replaced else _grown(doc, state)
-    if upto <= done and grown is None and not replaced:
+    if upto <= done and grown is None and not replaced and not retitled:
         return
     parser = _parser(fmt, hub, state.get("parser", {}))
     problems = int(state.get("problems", 0))
@@ -416,6 +431,6 @@ async def _one(writer: Writer, path: Path, fmt: str, doc: DocSession, sid: str,
     if doc.grows and done == len(doc.units) and done > 0:
         tail = [done - 1, len(doc.units[done - 1]["text"])]
     await hub.save({"format": fmt, "path": str(path), "done": done, "head": doc.head,
-                    "problems": problems, "parser": parser.state(), "tail": tail},
-                   live=live)  # fmt: skip
+                    "problems": problems, "parser": parser.state(), "tail": tail,
+                    "title": doc.title}, live=live)  # fmt: skip
     report.sessions |= hub.sessions
