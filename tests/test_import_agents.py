@@ -17,6 +17,8 @@ import io
 import json
 import os
 import shutil
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -376,3 +378,58 @@ def test_a_bad_file_of_each_format_is_one_sentence(tmp_path: Path) -> None:
     sqlite3.connect(db).executescript("CREATE TABLE sessions (id TEXT);")
     code, _, err = run(store, "import", str(db))
     assert code == 1 and err.count("\n") == 1 and "not OpenCode's" in err
+
+
+def _titles(store: Path) -> dict[str, str]:
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        return dict(db.execute("SELECT id, title FROM sessions").fetchall())
+
+
+def _retitle(db: Path, titles: dict[str, str]) -> None:
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        conn.executemany("UPDATE session SET title = ? WHERE id = ?",
+                         [(t, s) for s, t in titles.items()])  # fmt: skip
+
+
+def test_opencodes_placeholder_title_is_no_title_and_its_later_one_is(tmp_path: Path) -> None:
+    """OpenCode names a session `New session - <time>` (a child `Child session - <time>`) until
+    its title model answers: no title, so the first prompt names the session; the title
+    OpenCode gives later names it from the next import on (a follow's), with nothing new else."""
+    store = tmp_path / "s.db"
+    db = build_db(OPENCODE, tmp_path / "opencode.db")
+    _retitle(db, {"ses_0001": "New session - 2026-05-01T10:00:00.000Z",
+                  "ses_0002": "Child session - 2026-05-01T10:00:05.000Z"})  # fmt: skip
+    assert run(store, "import", str(db))[0] == 0
+    titles = _titles(store)
+    assert titles["oc-ses_0001"] == "Read notes.txt twice, grep twice, edit, test", titles
+    assert not titles["oc-ses_0002"].startswith("Child session"), titles
+    _retitle(db, {"ses_0001": "Fix the notes"})
+    assert run(store, "import", str(db))[0] == 0
+    assert _titles(store)["oc-ses_0001"] == "Fix the notes"
+
+
+async def test_a_follow_of_opencodes_database_before_its_tables_waits_for_them(
+    tmp_path: Path,
+) -> None:
+    """OpenCode makes its database, then its tables: a follow started in between (with OpenCode)
+    waits for them rather than refusing the file as some other program's database."""
+    db = tmp_path / "opencode.db"
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")  # the file made, no table in it
+    assert detect(db) is None
+    store = tmp_path / "s.db"
+    writer = await Writer.open(store)
+    stop = asyncio.Event()
+    task = asyncio.create_task(follow(writer, db, stop=stop, poll=0.05))
+    try:
+        await asyncio.sleep(0.3)  # a few rounds on the blank database
+        assert not task.done()
+        build_db(OPENCODE, db)  # the tables, and a session in them
+        deadline = time.monotonic() + 30
+        while "oc-ses_0001" not in _titles(store):
+            assert time.monotonic() < deadline and not task.done(), "never followed"
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await task
+        await writer.close()

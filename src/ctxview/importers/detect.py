@@ -117,6 +117,7 @@ def _other_agent(record: dict[str, Any], kind: Any, message: Any) -> str | None:
 
 
 _SQLITE = b"SQLite format 3\x00"
+_NOT_YET = "(not yet)"  # `_document`'s word for a file that cannot be told apart yet
 _AIDER = b"# aider chat started at "
 # A JSON document (Gemini CLI's chat) is parsed whole to be told apart; past this size it is not.
 _DOCUMENT_BYTES = 512 << 20
@@ -137,6 +138,8 @@ def _document(path: Path) -> str | None:
     if head.startswith(_SQLITE):
         if foreign_opencode.is_opencode(path):
             return formats.OPENCODE
+        if foreign_opencode.is_blank(path):
+            return _NOT_YET  # OpenCode starting: its tables come in a moment
         raise NotTranscript(
             f"{path} is a SQLite database but not OpenCode's (no session, message and part "
             "tables; the older Go OpenCode, now Crush, is not read)."
@@ -158,6 +161,8 @@ def detect(path: Path) -> str | None:
 
     Raises NotTranscript when the first lines that parse say none of them."""
     document = _document(path)
+    if document == _NOT_YET:
+        return None  # as an empty file: nothing to decide yet
     if document is not None:
         return document
     seen_json = False

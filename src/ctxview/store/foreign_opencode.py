@@ -46,6 +46,21 @@ def is_opencode(path: Path) -> bool:
         conn.close()
 
 
+def is_blank(path: Path) -> bool:
+    """Whether the SQLite file at `path` holds no table yet: a database its program has made
+    and not yet given its schema (OpenCode as it starts)."""
+    try:
+        conn = _connect(path)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
 def _obj(row: sqlite3.Row, ids: dict[str, str]) -> dict[str, Any]:
     """A message's or a part's JSON object: `data` with the id columns put back."""
     try:
