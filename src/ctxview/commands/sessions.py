@@ -46,11 +46,14 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"No sessions of {args.agent} in the store." if source else
               "No sessions in the store yet.")  # fmt: skip
         return 0
-    print(f"{'SESSION':24} {'STARTED':16} {'STATE':6} {'RESULTS':>7} {'SAVED':>9}  "
-          f"{'AGENT':11}  TITLE")  # fmt: skip
+    # Columns as wide as their longest value: an agent's id (`gm-<uuid>`) is 39 characters.
+    wide = max(len("SESSION"), *(len(r.id) for r in rows))
+    agent = max(len("AGENT"), *(len(r.source) for r in rows))
+    print(f"{'SESSION':{wide}} {'STARTED':16} {'STATE':6} {'RESULTS':>7} {'SAVED':>9}  "
+          f"{'AGENT':{agent}}  TITLE")  # fmt: skip
     for r in rows:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started))
         state = "live" if r.live else "ended"
-        print(f"{r.id:24} {started:16} {state:6} {r.results:7} {r.chars_saved:9}  "
-              f"{r.source:11}  {r.title}")  # fmt: skip
+        print(f"{r.id:{wide}} {started:16} {state:6} {r.results:7} {r.chars_saved:9}  "
+              f"{r.source:{agent}}  {r.title}")  # fmt: skip
     return 0
