@@ -127,3 +127,16 @@ async def test_strangers_among_the_sub_agents_files_are_passed_over_once(tmp_pat
                     ("fifo.jsonl", "is not a regular file"),
                     ("zero.jsonl", "/dev/zero is not a regular file")], said  # fmt: skip
     assert _links(store) == {f"gm-{PARENT}": (None, None), **LINKED}
+
+
+def test_the_workspace_is_the_project_gemini_names(tmp_path: Path) -> None:
+    """Gemini's chat records name no folder; it writes the project's in `.project_root` of the
+    project's folder under `~/.gemini/tmp/`, and a sub-agent's header lists its directories."""
+    parent, _ = write(tmp_path / "tmp")
+    (parent.parent.parent / ".project_root").write_text("/home/dev/shop")
+    store = tmp_path / "s.db"
+    assert run(store, "import", str(tmp_path / "tmp"))[0] == 0
+    with sqlite3.connect(store) as db:
+        spaces = dict(db.execute("SELECT id, workspace FROM sessions").fetchall())
+    assert spaces == {f"gm-{PARENT}": "/home/dev/shop",
+                      **{f"gm-{a}": "/work/demo" for a in AGENTS}}, spaces  # fmt: skip

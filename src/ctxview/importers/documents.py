@@ -31,7 +31,7 @@ from ctxview.importers.common import BadRecord, id_text, path_text, valid_unicod
 from ctxview.importers.detect import NotTranscript
 from ctxview.importers.document_probe import gemini_document, opencode_storage_root
 from ctxview.importers.file_report import FileReport
-from ctxview.importers.gemini_files import Sibling, sibling
+from ctxview.importers.gemini_files import Sibling, project_root, sibling
 from ctxview.importers.replay import Replay
 from ctxview.store import Writer
 
@@ -66,17 +66,12 @@ class DocParser(Protocol):
 
 
 def _gemini_cwd(path: Path, doc: dict[str, Any]) -> str:
-    """The project's folder: Gemini names it only by a hash, but writes `.project_root` beside
-    `chats/` in newer versions; `directories` when the document lists them."""
+    """The project's folder: `directories` when the document lists them, else the one Gemini
+    names beside `chats/` (`gemini_files.project_root`)."""
     dirs = doc.get("directories")
     if isinstance(dirs, list) and dirs and path_text(dirs[0]):
         return str(dirs[0])
-    marker = path.parent.parent / ".project_root"
-    try:
-        text = read_regular(marker, 4096).decode("utf-8", "replace").strip()
-    except OSError:
-        return ""
-    return text if text.startswith("/") else ""
+    return project_root(path)
 
 
 def read_gemini(path: Path, live: bool) -> list[DocSession]:

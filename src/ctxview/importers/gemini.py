@@ -52,6 +52,7 @@ from ctxview.importers.common import (
     check_time,
     id_text,
     need,
+    path_text,
     when,
 )
 from ctxview.importers.hub import LiveCalls
@@ -354,4 +355,7 @@ def source_ids(rec: Any) -> dict[str, Any] | None:
     if not isinstance(rec, dict) or not id_text(rec.get("sessionId")) or "projectHash" not in rec:
         return None
     agent = rec["sessionId"] if rec.get("kind") == SUBAGENT else None
-    return {"session": rec["sessionId"], "cwd": None, "ts": rec.get("startTime"), "agent": agent}
+    dirs = rec.get("directories")  # a sub-agent's header lists its workspace's folders
+    cwd = path_text(dirs[0]) if isinstance(dirs, list) and dirs else None
+    return {"session": rec["sessionId"], "cwd": cwd or None, "ts": rec.get("startTime"),
+            "agent": agent}

@@ -31,6 +31,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from ctxview.files.regular import read_regular
 from ctxview.importers.common import id_text, parse_line
 from ctxview.importers.document_probe import gemini_document
 from ctxview.importers.source import lines_from
@@ -100,6 +101,20 @@ def session_of(path: Path) -> str | None:
             return None
         return id_text(rec.get("sessionId")) if isinstance(rec, dict) else None
     return None
+
+
+def project_root(chat_file: Path) -> str:
+    """The project folder of a chat file, from `.project_root` in the project's folder under
+    `~/.gemini/tmp/` (which Gemini names by a hash or a short name, and writes that file in):
+    beside `chats/`, or above it for a sub-agent's file (`chats/<session id>/`); "" when none."""
+    for folder in (chat_file.parent.parent, chat_file.parent.parent.parent):
+        try:
+            text = read_regular(folder / ".project_root", 4096).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            continue
+        if text.strip().startswith("/"):
+            return text.strip()
+    return ""
 
 
 def agents_folder(chat_file: Path, sid: str) -> Path:

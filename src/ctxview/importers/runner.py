@@ -28,7 +28,7 @@ from ctxview.importers import claude_code, codex, formats
 from ctxview.importers.common import BadRecord, TooDeep, parse_line, parse_record, when
 from ctxview.importers.detect import CLAUDE, CODEX, EXPORT, NotTranscript, detect
 from ctxview.importers.file_report import FileReport, Problem
-from ctxview.importers.gemini_files import Sibling, known_ids, message_ids, sibling
+from ctxview.importers.gemini_files import Sibling, known_ids, message_ids, project_root, sibling
 from ctxview.importers.hub import HeldCalls, Hub, resume
 from ctxview.importers.replay import Replay
 from ctxview.importers.source import Identity, head_hash, identity, lines_from
@@ -109,6 +109,8 @@ def identify(path: Path, fmt: str) -> SourceIds:
     if found is None:
         return named_by_file(path, final)
     cwd = cwd or found.get("cwd") or ""
+    if not cwd and fmt == formats.GEMINI:  # its records name no folder: Gemini's own file does
+        cwd = project_root(path)
     if cwd and not cwd.startswith("/"):
         cwd = "/" + cwd  # an anonymised or foreign (Windows) path: never resolved against ours
     stamp = when(found.get("ts"), float("nan"))
