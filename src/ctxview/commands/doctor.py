@@ -1,5 +1,5 @@
-"""`ctxview doctor`: is ctxview set up in Claude Code here, does the store open, is the hook
-engine running, and what failed in a hook lately (hooks never print their failures: Claude Code
+"""`ctxview doctor`: is ctxview set up in Claude Code here (and in the other agents), does the
+store open, is the hook engine running, and what failed in a hook lately (hooks never print their failures: Claude Code
 keeps its own output, so this is where they show). Exits 1 when something needs a look."""
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     urls: list[tuple[str, dict[str, Any]]] = []
     for scope in ("project", "user"):
         problems += _claude(scope, urls)
+    problems += _other_agents()
     problems += _engine(store, urls, open_sessions)
     _timings(store)
     found = failures.read(store)
@@ -53,6 +54,36 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("hook failures: none")
     return 1 if problems else 0
+
+
+def _other_agents() -> int:
+    """Where ctxview is set up in the other agents (what `ctxview uninstall` would take away,
+    looked at without writing anything), a line each; the ones it is not, on one line."""
+    from ctxview.agents.claude_code.install import InstallError
+    from ctxview.commands.install import HOSTS, host_module
+
+    problems = 0
+    absent: list[str] = []
+    for host in sorted(h for h in HOSTS if h != "claude-code"):
+        mod = host_module(host)
+        found: list[str] = []
+        for scope in ("user",) if host == "codex" else ("project", "user"):
+            try:
+                plan = (mod.uninstall(mod.codex_home()) if host == "codex" else
+                        mod.uninstall(scope, Path.cwd(), Path.home()))  # fmt: skip
+            except (InstallError, OSError) as exc:  # a file there that is not ctxview's
+                problems += 1
+                print(f"{host} ({scope}): {exc}")
+                continue
+            if plan.changes:
+                found.append(scope)
+        if found:
+            print(f"{host}: set up ({', '.join(found)})")
+        else:
+            absent.append(host)
+    if absent:
+        print(f"not set up in {', '.join(absent)} (`ctxview install NAME`)")
+    return problems
 
 
 def _timings(store: Path) -> None:
@@ -196,7 +227,7 @@ def _engine(store: Path, urls: list[tuple[str, dict[str, Any]]], open_sessions: 
         print(f"hook engine: running (pid {body.get('engine', '?')}), answering Claude Code's "
               f"http hooks at {where}")  # fmt: skip
     elif status is None and not open_sessions:
-        print(f"hook engine: not running (the next Claude Code session starts it at {where})")
+        print(f"hook engine: not running (the next hooked call of any agent starts it, at {where})")
     elif status is None:
         print(f"hook engine: not running while {open_sessions} Claude Code session(s) are open: "
               f"nothing answers at {where}, so their tool calls keep Claude Code's own output "

@@ -357,5 +357,9 @@ def source_ids(rec: Any) -> dict[str, Any] | None:
     agent = rec["sessionId"] if rec.get("kind") == SUBAGENT else None
     dirs = rec.get("directories")  # a sub-agent's header lists its workspace's folders
     cwd = path_text(dirs[0]) if isinstance(dirs, list) and dirs else None
-    return {"session": rec["sessionId"], "cwd": cwd or None, "ts": rec.get("startTime"),
-            "agent": agent}
+    return {
+        "session": rec["sessionId"],
+        "cwd": cwd or None,
+        "ts": rec.get("startTime"),
+        "agent": agent,
+    }
