@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxview.files.regular import read_regular
+from ctxview.files.regular import stamp as file_stamp
 
 LOOPBACK = "127.0.0.1"  # the only address the engine ever binds
 HEADER = "X-Ctxview-Secret"
@@ -62,13 +63,9 @@ def load(store: Path | str) -> Endpoint | None:
 
 
 def stamp(store: Path | str) -> tuple[int, int, int] | None:
-    """What the endpoint file is now (inode, size, mtime), without opening it; None when there
-    is none. The engine reads the file again only when this changed."""
-    try:
-        st = os.stat(path(store))
-    except (OSError, ValueError):
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    """The endpoint file's stamp (`files.regular.stamp`): the engine reads the file again only
+    when it changed."""
+    return file_stamp(path(store))
 
 
 def ensure(store: Path) -> Endpoint:

@@ -1,6 +1,7 @@
 """`ctxview doctor`: is ctxview set up in Claude Code here (and in the other agents), does the
-store open, is the hook engine running, and what failed in a hook lately (hooks never print their failures: Claude Code
-keeps its own output, so this is where they show). Exits 1 when something needs a look."""
+store open, is the hook engine running, and what failed in a hook lately (hooks never print
+their failures: the agent keeps its own output, so this is where they show). Exits 1 when
+something needs a look."""
 
 from __future__ import annotations
 

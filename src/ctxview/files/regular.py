@@ -56,3 +56,13 @@ def is_regular(path: str | os.PathLike[str]) -> bool:
         return stat.S_ISREG(os.stat(path).st_mode)
     except (OSError, ValueError):
         return False
+
+
+def stamp(path: str | os.PathLike[str]) -> tuple[int, int, int] | None:
+    """What the file at `path` is now (inode, size, mtime), from a stat, never an open (links
+    followed); None when there is none. Equal stamps: nothing to read again."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)

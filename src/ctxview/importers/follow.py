@@ -26,7 +26,7 @@ from pathlib import Path
 
 from watchfiles import awatch
 
-from ctxview.files.regular import NotRegularFile
+from ctxview.files.regular import NotRegularFile, stamp
 from ctxview.importers.detect import NotTranscript
 from ctxview.importers.gemini_files import agents_folder, alike, session_of
 from ctxview.importers.runner import FileImporter, FileReport
@@ -66,7 +66,7 @@ async def follow(
             if (sid := sessions.get(path)) is not None:
                 wakes.add(os.fspath(agents_folder(path, sid)) + os.sep)
             for f in files if path.exists() else []:
-                if f in refused and refused[f] == _stamp(f):
+                if f in refused and refused[f] == stamp(f):
                     continue
                 importer = importers.setdefault(f, FileImporter(writer, f))
                 try:
@@ -77,7 +77,7 @@ async def follow(
                         raise  # the file asked for: the command says why
                     # Another file found beside it (a folder, a FIFO, a stranger named like a
                     # sub-agent's): said once, tried again only once it changed.
-                    refused[f] = _stamp(f)
+                    refused[f] = stamp(f)
                     importers.pop(f, None)
                     report = FileReport(str(f), refused=str(exc).removeprefix(f"{f} "))
                 if on_batch and (report.lines or report.replaced or report.problems
@@ -88,14 +88,6 @@ async def follow(
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class Folders:
