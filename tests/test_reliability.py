@@ -15,6 +15,7 @@ The forms for bytes that are not UTF-8 text (what these tests pin):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -114,7 +115,10 @@ def committed_lines(stdout: str) -> list[tuple[int, str, int, str]]:
 
 
 def check_store(store: Path) -> None:
-    with sqlite3.connect(store) as conn:
+    # Closed here, not left to the garbage collector: a sqlite3 connection sits in a reference
+    # cycle, so going out of scope does not close it, and one still open across the next kill
+    # keeps the killed writer's -shm in use, so the next open skips SQLite's recovery.
+    with contextlib.closing(sqlite3.connect(store)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         # A result and its body are one transaction: neither is ever there without the other.
         orphans = conn.execute(
@@ -147,9 +151,21 @@ def kill_after(proc: subprocess.Popen, lines: int, then: float) -> tuple[str, st
 
 
 def _has_tables(store: Path) -> bool:
-    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
-        found = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
-    conn.close()
+    with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
+        return bool(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0)
+
+
+def open_here(store: Path) -> list[str]:
+    """The files of the store (itself, -wal, -shm) this process has open."""
+    names = {str(store), f"{store}-wal", f"{store}-shm"}
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor)
+        if target in names:
+            found.append(target)
     return found
 
 
@@ -165,6 +181,9 @@ async def test_sigkill_while_inserting_loses_nothing_committed(tmp_path: Path) -
     reported: list[tuple[int, str, int, str]] = []
     kills = 0
     for round_no in range(14):
+        # Every check below opens the store afresh after the kill, as a person's next command
+        # would: SQLite recovers the killed writer's WAL only when nobody has it open.
+        assert not open_here(store), "the checks must close the store before the next writer"
         proc = spawn(script, store, ws, sid, f"r{round_no}", -1)
         # Some rounds are killed just after the start (the store may be mid-creation), the others
         # once the child has committed a drawn number of results (up to the 300 KB and 9 MB
