@@ -18,6 +18,7 @@ from ctxview.agents import endpoint, failures, hook_trace
 from ctxview.agents.claude_code.install import HOOKS, SERVER, is_ours, legacy_paths, paths
 from ctxview.agents.hook_client import socket_path
 from ctxview.commands.common import store_path
+from ctxview.store.connect import sqlite_library, wal_reset_risk
 
 SHOW = 10  # failures listed
 TRACES = 200  # the newest hooks whose phases are summed up
@@ -34,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"store: {store}")
     bad, open_sessions = _store(store)
     problems += bad
+    risk = wal_reset_risk()
+    if risk is not None:  # said, not a problem: nothing in ctxview's set-up to put right
+        print(f"  {risk} (Python links {sqlite_library()})")
     urls: list[tuple[str, dict[str, Any]]] = []
     for scope in ("project", "user"):
         problems += _claude(scope, urls)

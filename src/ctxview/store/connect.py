@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import sqlite3
 import threading
@@ -56,6 +57,40 @@ async def fetch_all(
     """`conn.execute_fetchall` as it is: aiosqlite hints an Iterable of Rows, but it returns the
     list sqlite3's fetchall makes, of plain tuples (no store connection sets a row_factory)."""
     return cast("list[tuple[Any, ...]]", await conn.execute_fetchall(sql, params))
+
+
+# SQLite's WAL-reset bug (https://sqlite.org/wal.html#walresetbug): a rare race in which a
+# checkpoint misses frames when another connection resets the WAL as it starts, losing
+# committed pages. The store is written by several connections at once by design (the hook
+# engine's writer and its id reserver, the MCP server, an import, the proxy), so `doctor`
+# says when the SQLite Python links has it. Fixed in 3.51.3 and in the 3.50.7 and 3.44.6
+# backports.
+WAL_RESET_FIXED = ((3, 51, 3), (3, 50, 7), (3, 44, 6))
+
+
+def wal_reset_risk(version: tuple[int, int, int] = sqlite3.sqlite_version_info) -> str | None:
+    """A sentence when the linked SQLite has the WAL-reset bug, else None."""
+    if version >= WAL_RESET_FIXED[0]:
+        return None
+    if any(version[:2] == fixed[:2] and version >= fixed for fixed in WAL_RESET_FIXED[1:]):
+        return None
+    shown = ".".join(map(str, version))
+    return (f"SQLite {shown} has the WAL-reset bug (sqlite.org/wal.html#walresetbug): rarely, "
+            "a store written by several connections at once loses pages; 3.51.3 fixes it")  # fmt: skip
+
+
+def sqlite_library() -> str:
+    """The SQLite library file this Python runs: the shared one its sqlite3 module loaded (what
+    a person upgrades), else the module itself (SQLite built into it)."""
+    module = importlib.import_module("_sqlite3")
+    with (
+        contextlib.suppress(OSError),
+        open("/proc/self/maps", encoding="utf-8", errors="replace") as maps,
+    ):
+        for line in maps:
+            if "libsqlite3" in line:
+                return line.split(None, 5)[-1].strip()
+    return str(getattr(module, "__file__", "sqlite3"))
 
 
 def identity(path: Path) -> tuple[int, int] | None:
