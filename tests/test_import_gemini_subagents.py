@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -140,3 +143,44 @@ def test_the_workspace_is_the_project_gemini_names(tmp_path: Path) -> None:
         spaces = dict(db.execute("SELECT id, workspace FROM sessions").fetchall())
     assert spaces == {f"gm-{PARENT}": "/home/dev/shop",
                       **{f"gm-{a}": "/work/demo" for a in AGENTS}}, spaces  # fmt: skip
+
+
+def test_ctxview_follow_with_no_path_takes_the_newest_and_says_each_stranger_once(
+    tmp_path: Path,
+) -> None:
+    """The command as a person types it, `ctxview follow --no-view` with no path, in a home
+    whose newest session file is a Gemini chat: it follows that file and its sub-agents, and
+    says on stderr once, for each stranger named like a sub-agent's file, that it passed it
+    over and why."""
+    home = tmp_path / "home"
+    parent, agents = write(home / ".gemini" / "tmp")
+    older = home / ".pi" / "agent" / "sessions" / "--proj--" / "2026-04-01T10-00-00_x.jsonl"
+    older.parent.mkdir(parents=True)
+    older.write_text("{}\n")
+    os.utime(older, (1_000_000, 1_000_000))
+    folder = agents[0].parent
+    (folder / "dir.jsonl").mkdir()
+    os.mkfifo(folder / "fifo.jsonl")
+    store = tmp_path / "s.db"
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONUNBUFFERED": "1",
+           "XDG_DATA_HOME": str(home / ".local" / "share"),
+           "XDG_STATE_HOME": str(home / ".local" / "state"),
+           "XDG_CONFIG_HOME": str(home / ".config"), "CODEX_HOME": str(home / ".codex"),
+           "CLAUDE_CONFIG_DIR": str(home / ".claude")}  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "ctxview.cli", "follow", "--no-view",
+                             "--store", str(store)],
+                            stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    try:
+        asyncio.run(_until(lambda: store.exists() and len(_links(store)) == 3,
+                           "the parent and its two agents"))  # fmt: skip
+        time.sleep(0.5)  # more of the follow's rounds: nothing is said again
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"Following {parent}" in err, err
+    assert err.count("Passed over") == 2, err
+    assert f"Passed over {folder / 'dir.jsonl'}: is a folder, not a transcript." in err, err
+    assert f"Passed over {folder / 'fifo.jsonl'}: is not a regular file" in err, err
+    assert _links(store) == {f"gm-{PARENT}": (None, None), **LINKED}
