@@ -67,6 +67,7 @@ class Upstream:
         self.first_sent = asyncio.Event()
         self.die_mid_stream = False
         self.linger = False  # the whole stream sent, then the answer is held open
+        self.think = False  # nothing answered until released (a model thinking)
         self.status = 200
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -74,6 +75,8 @@ class Upstream:
         self.bodies.append(raw)
         self.headers.append(dict(request.headers))
         self.arrived.set()
+        if self.think:
+            await self.release.wait()
         if self.status != 200:
             return web.json_response({"type": "error", "error": {"message": "nope"}},
                                      status=self.status)  # fmt: skip

@@ -6,6 +6,7 @@ SIGKILL mid-record (its recorder, or the next proxy's, records what it left), a 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -168,6 +169,56 @@ async def test_the_spool_is_private_holds_no_credential_and_goes_once_stored(
     assert not spool.root(proxy.recorder.store).exists() or not any(
         spool.root(proxy.recorder.store).iterdir()
     )
+
+
+async def _thinking(proxy: Proxy, up: Upstream) -> tuple[aiohttp.ClientSession, Any, Path]:
+    """A streamed request in flight whose upstream has read it all and answers nothing yet."""
+    up.think = True
+    s = aiohttp.ClientSession()
+    sent = asyncio.ensure_future(s.post(f"{_base(proxy)}/v1/messages", json=MESSAGES_BODY))
+    await asyncio.wait_for(up.arrived.wait(), 60)  # the whole body went through the proxy
+    [meta] = await _until(lambda: _spooled(proxy.recorder.store), "the spool entry")
+    return s, sent, meta
+
+
+async def test_the_body_is_spooled_once_the_answer_begins(
+    proxy: Proxy, upstream: tuple[Upstream, str]
+) -> None:
+    """Spooling a body costs CPU the first byte waits for (2 shared cores): it is written once
+    the answer's first byte went to the client."""
+    up, _ = upstream
+    proxy.recorder.hold_seconds = 3600.0  # only the first byte lets it go
+    s, sent, meta = await _thinking(proxy, up)
+    await asyncio.sleep(0.2)  # the spool's thread had the time to write anything it was given
+    assert spool.body_of(meta.with_suffix(".body")) == b""
+    up.release.set()
+    resp = await sent
+    assert await resp.read() == b"".join(MESSAGE_EVENTS)
+    resp.close()
+    await s.close()
+    [rec] = await _records(proxy, SESSION)
+    assert rec.outcome == "complete"
+    body = json.dumps(MESSAGES_BODY).encode()
+    assert rec.body_bytes == len(body) and rec.body_sha256 == hashlib.sha256(body).hexdigest()
+
+
+async def test_a_body_whose_answer_is_slow_is_spooled_all_the_same(
+    proxy: Proxy, upstream: tuple[Upstream, str]
+) -> None:
+    """An upstream slow to begin (a model thinking for minutes) does not keep the body in the
+    proxy's memory only: it is spooled soon after it ended."""
+    up, _ = upstream
+    s, sent, meta = await _thinking(proxy, up)
+    body = json.dumps(MESSAGES_BODY).encode()  # aiohttp's json= writes it so
+    await _until(lambda: spool.body_of(meta.with_suffix(".body")) == body, "the body spooled")
+    assert not up.first_sent.is_set()
+    up.release.set()
+    resp = await sent
+    await resp.read()
+    resp.close()
+    await s.close()
+    [rec] = await _records(proxy, SESSION)
+    assert rec.outcome == "complete"
 
 
 @pytest.fixture

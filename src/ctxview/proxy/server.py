@@ -196,6 +196,8 @@ class Proxy:
             async for chunk in request.content.iter_any():
                 body.extend(chunk)
                 yield chunk
+            # An upstream slow to answer (a model thinking) does not keep the body from the spool.
+            asyncio.get_running_loop().call_later(self.recorder.hold_seconds, body.release)
 
         has_body = request.body_exists
         url = URL(f"{ex.upstream}{ex.path}", encoded=True)
@@ -235,6 +237,7 @@ class Proxy:
                     if ex.first_byte_ms is None:
                         ex.first_byte_ms = (time.perf_counter() - t0) * 1000
                     await resp.write(chunk)
+                    body.release()  # the first byte is the client's: the body to the spool
                     assembler.feed(decode(chunk))
             except asyncio.CancelledError:
                 ex.answer = assembler.finish()  # what the client had when it left

@@ -162,6 +162,23 @@ class Entry:
         except OSError as exc:
             self.give_up(_why(exc))
 
+    def extend_all(self, chunks: list[bytes]) -> None:
+        """`extend` of many chunks in one go: gathered writes, and the length once."""
+        if self._fd is None:
+            return
+        try:
+            for at in range(0, len(chunks), IOV_MAX):
+                group = chunks[at : at + IOV_MAX]
+                size = sum(map(len, group))
+                n = os.pwritev(self._fd, group, HEAD + self.written)
+                if n < size:  # a short write: the rest a chunk at a time
+                    rest = memoryview(b"".join(group))[n:]
+                    _pwrite_all(self._fd, bytes(rest), HEAD + self.written + n)
+                self.written += size
+            _pwrite_all(self._fd, _length(self.written), 0)
+        except OSError as exc:
+            self.give_up(_why(exc))
+
     def give_up(self, why: str) -> None:
         if self.failed is None:
             self.failed = why
@@ -208,6 +225,9 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+IOV_MAX = 1024  # buffers one pwritev takes (Linux's limit)
 
 
 def _pwrite_all(fd: int, data: bytes, at: int) -> None:
