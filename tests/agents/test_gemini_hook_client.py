@@ -145,8 +145,14 @@ class _FakeEngine:
     """Something on the endpoint's port in the engine's place, answering `reply` (or nothing,
     holding the connection), to see what the client does with an answer it cannot use."""
 
-    def __init__(self, port: int, reply: bytes | None, *, reset: bool = False) -> None:
-        self.sock = socket.create_server((endpoint.LOOPBACK, port))
+    def __init__(self, port: int, reply: bytes | None, *, reset: bool = False,
+                 rcvbuf: int | None = None) -> None:  # fmt: skip
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if rcvbuf is not None:  # before listen: the connections it accepts take it
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.bind((endpoint.LOOPBACK, port))
+        self.sock.listen()
         self.reply = reply
         self.reset = reset  # the connection reset after the reply, not closed
         self.requests: list[bytes] = []
@@ -237,13 +243,16 @@ def test_an_engine_started_before_the_endpoint_listens_once_it_is_made(tmp_path:
 
 
 def test_a_large_input_to_an_engine_that_reads_nothing_does_not_hang(hooks: Hooks) -> None:
-    """4 MB of hook input, more than the socket holds unread, to an engine that has stopped
+    """Hook input larger than the socket holds unread (9 MB here), to an engine that has stopped
     reading: the write is cut off after the budget, recorded, and nothing printed."""
     ep = endpoint.load(hooks.store)
     assert ep is not None
-    fake = _FakeEngine(ep.port, None)  # reads the request's head only
+    # It reads the request's head only, into a small buffer; the input is more than that and
+    # the client's largest send buffer (tcp_wmem's maximum) hold, whatever the kernel's limits.
+    fake = _FakeEngine(ep.port, None, rcvbuf=64 << 10)
+    wmem = int(Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()[2])
     big = json.loads(hooks.payload())
-    big["tool_response"]["llmContent"] = "x" * (4 << 20)
+    big["tool_response"]["llmContent"] = "x" * max(4 << 20, 2 * wmem + (1 << 20))
     try:
         began = time.monotonic()
         assert hooks.run(hooks.bash, json.dumps(big).encode()) == b""

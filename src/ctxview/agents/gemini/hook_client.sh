@@ -47,7 +47,9 @@ read -r -N 1073741824 _ctxview_body
 _ctxview_dog= _ctxview_late=
 if ((${#_ctxview_body} > 65536)); then
 	trap _ctxview_late=1 USR1
-	{ exec {_ctxview_w}<> <(:); read -r -t 1.8 -u "$_ctxview_w"; kill -USR1 $$; } 2>/dev/null &
+	# Again every 0.1 s: a write blocked after a partial one goes on with the rest when signalled.
+	{ exec {_ctxview_w}<> <(:); read -r -t 1.8 -u "$_ctxview_w"
+		while kill -USR1 $$; do read -r -t 0.1 -u "$_ctxview_w"; done; } 2>/dev/null &
 	_ctxview_dog=$!
 fi
 printf 'POST /hook/gemini HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Ctxview-Secret: %s\r\nConnection: close\r\n\r\n%s' \
