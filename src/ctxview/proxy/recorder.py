@@ -92,7 +92,7 @@ class Sink:
                 return
             self.release()
             rec.submitted += len(chunk)
-            rec.submit(self._write, entry, chunk)
+            rec.submit(self._write, entry, [chunk], len(chunk))
 
     def release(self) -> None:
         """The chunks kept back go to the spool's writer; later ones go as they come."""
@@ -104,15 +104,9 @@ class Sink:
         if self.entry is None or self.why is not None:
             return
         rec.submitted += self._kept_bytes
-        rec.submit(self._write_all, self.entry, kept, self._kept_bytes)
+        rec.submit(self._write, self.entry, kept, self._kept_bytes)
 
-    def _write(self, entry: spool.Entry, chunk: bytes) -> None:
-        try:
-            entry.extend(chunk)
-        finally:
-            self.recorder.writer.done += len(chunk)
-
-    def _write_all(self, entry: spool.Entry, chunks: list[bytes], size: int) -> None:
+    def _write(self, entry: spool.Entry, chunks: list[bytes], size: int) -> None:
         try:
             entry.extend_all(chunks)
         finally:

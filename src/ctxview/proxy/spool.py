@@ -152,18 +152,10 @@ class Entry:
             self.give_up(_why(exc))
 
     def extend(self, chunk: bytes) -> None:
-        if self._fd is None:
-            return
-        try:
-            _pwrite_all(self._fd, chunk, HEAD + self.written)
-            self.written += len(chunk)
-            # After the bytes it counts: a proxy killed between the two leaves the shorter.
-            _pwrite_all(self._fd, _length(self.written), 0)
-        except OSError as exc:
-            self.give_up(_why(exc))
+        self.extend_all([chunk])
 
     def extend_all(self, chunks: list[bytes]) -> None:
-        """`extend` of many chunks in one go: gathered writes, and the length once."""
+        """The chunks after the body's bytes so far, in gathered writes, then its length."""
         if self._fd is None:
             return
         try:
@@ -171,10 +163,10 @@ class Entry:
                 group = chunks[at : at + IOV_MAX]
                 size = sum(map(len, group))
                 n = os.pwritev(self._fd, group, HEAD + self.written)
-                if n < size:  # a short write: the rest a chunk at a time
-                    rest = memoryview(b"".join(group))[n:]
-                    _pwrite_all(self._fd, bytes(rest), HEAD + self.written + n)
+                if n < size:  # a short write: the rest in one
+                    _pwrite_all(self._fd, b"".join(group)[n:], HEAD + self.written + n)
                 self.written += size
+            # After the bytes it counts: a proxy killed between the two leaves the shorter.
             _pwrite_all(self._fd, _length(self.written), 0)
         except OSError as exc:
             self.give_up(_why(exc))
