@@ -29,6 +29,7 @@ from yarl import URL
 from ctxview.proxy import headers as hdr
 from ctxview.proxy import heap, protocols
 from ctxview.proxy.answers import Assembler
+from ctxview.proxy.env_proxy import EnvProxies
 from ctxview.proxy.record import Exchange
 from ctxview.proxy.recorder import Recorder, Sink
 from ctxview.proxy.rewrite import Rewriter
@@ -102,6 +103,7 @@ class Proxy:
         self.recorder = Recorder(store, workspace=workspace)
         self._runner: web.AppRunner | None = None
         self._client: aiohttp.ClientSession | None = None
+        self._env_proxies = EnvProxies()
 
     @property
     def active(self) -> int:
@@ -113,7 +115,7 @@ class Proxy:
         await self.recorder.start()
         self._client = aiohttp.ClientSession(
             auto_decompress=False,
-            trust_env=True,
+            trust_env=False,  # the environment's proxy is looked up once (`env_proxy.py`)
             cookie_jar=aiohttp.DummyCookieJar(),
             connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
             timeout=aiohttp.ClientTimeout(
@@ -213,9 +215,16 @@ class Proxy:
             headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
             headers.append(("Content-Length", str(len(data))))
         try:
+            via, via_auth = await self._env_proxies.route(url)
+            via_headers = None
+            if via_auth is not None:  # the tunnel's request carries it, or else the request
+                if url.scheme == "https":
+                    via_headers = {"Proxy-Authorization": via_auth}
+                else:
+                    headers = [*headers, ("Proxy-Authorization", via_auth)]
             up = await self._client.request(
                 ex.method, url, headers=headers,
-                data=data, allow_redirects=False,
+                data=data, allow_redirects=False, proxy=via, proxy_headers=via_headers,
                 skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
             )  # fmt: skip
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
