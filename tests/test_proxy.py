@@ -6,6 +6,7 @@ killed mid-stream, the client gone mid-stream, a locked or unwritable store, 10 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import itertools
 import json
@@ -137,19 +138,27 @@ class Upstream:
         return resp
 
 
+@contextlib.asynccontextmanager
+async def serving(handler: Any, **runner: Any) -> AsyncIterator[str]:
+    """`handler` answering every path on a loopback port: its base URL."""
+    app = web.Application(client_max_size=64 << 20)
+    app.router.add_route("*", "/{tail:.*}", handler)
+    run = web.AppRunner(app, **runner)
+    await run.setup()
+    site = web.TCPSite(run, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{run.addresses[0][1]}"
+    finally:
+        await run.cleanup()
+
+
 @pytest.fixture
 async def upstream() -> AsyncIterator[tuple[Upstream, str]]:
     up = Upstream()
-    app = web.Application(client_max_size=64 << 20)
-    app.router.add_route("*", "/{tail:.*}", up.handle)
     # The bytes as they came over the wire, content encoding and all.
-    runner = web.AppRunner(app, handler_cancellation=True, auto_decompress=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield up, f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with serving(up.handle, handler_cancellation=True, auto_decompress=False) as url:
+        yield up, url
 
 
 @pytest.fixture

@@ -5,16 +5,16 @@ request that carried its own `Authorization`)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
-from test_proxy import MESSAGES_BODY, Upstream, _base, upstream
+from test_proxy import MESSAGES_BODY, Upstream, _base, serving, upstream
 from yarl import URL
 
 from ctxview.proxy import env_proxy
@@ -23,53 +23,51 @@ from ctxview.proxy.server import Proxy
 __all__ = ["upstream"]  # a fixture, used by name
 
 CHAT_BODY = {"model": "gpt-x", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY",
+                   "all_proxy", "NO_PROXY", "no_proxy", "NETRC")  # fmt: skip
 
 
 @pytest.fixture
-def netrc_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A ~/.netrc whose `default` entry matches every host, as some tools write it."""
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / ".netrc").write_text("default login someone password hunter2\n")
-    (home / ".netrc").chmod(0o600)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("NETRC", raising=False)
-    return "Basic " + base64.b64encode(b"someone:hunter2").decode()
-
-
-@pytest.fixture
-async def proxy(tmp_path: Path, upstream: tuple[Upstream, str]) -> AsyncIterator[Proxy]:
-    p = Proxy(tmp_path / "store.db", upstream=upstream[1])
-    await p.start()
-    yield p
-    await p.stop()
-
-
-async def test_a_netrc_entry_never_reaches_the_upstream(
-    netrc_default: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-    upstream: tuple[Upstream, str],
-) -> None:  # fmt: skip
-    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home of its own, and no proxy named in the environment."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    up, url = upstream
-    p = Proxy(tmp_path / "store.db", upstream=url)
+    return path
+
+
+async def _through(store: Path, url: str, *requests: tuple[str, Any, dict[str, str]]) -> None:
+    """Each (path, JSON body, headers) through a proxy of `store` to `url`, answered 200."""
+    p = Proxy(store, upstream=url)
     await p.start()
     try:
         async with aiohttp.ClientSession() as s:
-            # A client with its own Authorization (OpenAI's SDKs, Codex): through, as it came.
-            async with s.post(f"{_base(p)}/v1/chat/completions", json=CHAT_BODY,
-                              headers={"Authorization": "Bearer sk-own"}) as resp:  # fmt: skip
-                assert resp.status == 200, await resp.text()
-                await resp.read()
-            # One whose key is another header (Anthropic's): nothing added.
-            async with s.post(f"{_base(p)}/v1/messages", json=MESSAGES_BODY,
-                              headers={"x-api-key": "sk-ant-own"}) as resp:  # fmt: skip
-                assert resp.status == 200, await resp.text()
-                await resp.read()
+            for path, body, headers in requests:
+                async with s.post(f"{_base(p)}{path}", json=body, headers=headers) as resp:
+                    assert resp.status == 200, await resp.text()
+                    await resp.read()
     finally:
         await p.stop()
+
+
+ANTHROPIC = ("/v1/messages", MESSAGES_BODY, {"x-api-key": "sk-ant-own"})
+
+
+async def test_a_netrc_entry_never_reaches_the_upstream(
+    home: Path, tmp_path: Path, upstream: tuple[Upstream, str]
+) -> None:
+    # A `default` entry matches every host, as some tools write it.
+    (home / ".netrc").write_text("default login someone password hunter2\n")
+    (home / ".netrc").chmod(0o600)
+    up, url = upstream
+    # A client with its own Authorization (OpenAI's SDKs, Codex): through, as it came. One whose
+    # key is another header (Anthropic's): nothing added.
+    own = ("/v1/chat/completions", CHAT_BODY, {"Authorization": "Bearer sk-own"})
+    await _through(tmp_path / "store.db", url, own, ANTHROPIC)
     assert [h.get("Authorization") for h in up.headers] == ["Bearer sk-own", None]
-    assert all(netrc_default not in json.dumps(h) for h in up.headers)
+    assert all("hunter2" not in json.dumps(h) and "Basic" not in json.dumps(h) for h in up.headers)
 
 
 class ForwardProxy:
@@ -99,31 +97,20 @@ class ForwardProxy:
 @pytest.fixture
 async def forward() -> AsyncIterator[tuple[ForwardProxy, str]]:
     fp = ForwardProxy()
-    app = web.Application(client_max_size=64 << 20)
-    app.router.add_route("*", "/{tail:.*}", fp.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    yield fp, f"127.0.0.1:{runner.addresses[0][1]}"
-    await runner.cleanup()
+    async with serving(fp.handle) as url:
+        yield fp, url.removeprefix("http://")
 
 
 @pytest.mark.parametrize("bypass", [False, True])
 async def test_the_upstream_is_reached_through_the_environments_proxy(
-    bypass: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    bypass: bool, home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     upstream: tuple[Upstream, str], forward: tuple[ForwardProxy, str],
 ) -> None:  # fmt: skip
     """HTTP_PROXY with its credentials in the URL; NO_PROXY naming the upstream's host skips it.
     Read once for the upstream, at its first request, not again on each."""
     up, url = upstream
     fp, where = forward
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("HTTP_PROXY", f"http://pxuser:pxpass@{where}")
-    for name in ("http_proxy", "NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
     if bypass:
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     looked: list[URL] = []
@@ -134,17 +121,7 @@ async def test_the_upstream_is_reached_through_the_environments_proxy(
         return real(u)
 
     monkeypatch.setattr(env_proxy, "lookup", counted)
-    p = Proxy(tmp_path / "store.db", upstream=url)
-    await p.start()
-    try:
-        async with aiohttp.ClientSession() as s:
-            for _ in range(3):
-                async with s.post(f"{_base(p)}/v1/messages", json=MESSAGES_BODY,
-                                  headers={"x-api-key": "sk-ant-own"}) as resp:  # fmt: skip
-                    assert resp.status == 200, await resp.text()
-                    await resp.read()
-    finally:
-        await p.stop()
+    await _through(tmp_path / "store.db", url, ANTHROPIC, ANTHROPIC, ANTHROPIC)
     assert len(up.bodies) == 3
     assert len(looked) == 1
     if bypass:
@@ -153,4 +130,3 @@ async def test_the_upstream_is_reached_through_the_environments_proxy(
         auth = "Basic " + base64.b64encode(b"pxuser:pxpass").decode()
         assert fp.seen == [(f"{url}/v1/messages", auth)] * 3
     assert all("Proxy-Authorization" not in h for h in up.headers)
-    await asyncio.sleep(0)
