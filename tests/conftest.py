@@ -16,11 +16,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 from suite_home import Listing, isolate, listing, own_places
+
+from ctxview.agents import failures
 
 settings.register_profile(
     "ctxview",
@@ -38,6 +41,17 @@ _BEFORE: Listing = {}
 _STATE_NOW: Listing = {}
 _DURING: list[str] = []  # the tests after which the user's ctxview state had changed
 _HOME = Path(tempfile.mkdtemp(prefix="ctxview-suite-home-"))
+
+
+@pytest.fixture(autouse=True)
+def _socket_folder_left_clean(tmp_path: Path) -> Iterator[None]:
+    """What a test's stores left in this user's socket folder (`/tmp/ctxview-<uid>/`, outside
+    every temporary folder: a store's socket lock, its fallback failure log) goes with the test.
+    Left there, a later run whose temporary folder has the same path (pytest numbers them anew
+    once its own are removed) read that run's failures as its own."""
+    yield
+    for store in tmp_path.rglob("*.db"):
+        failures.clear(store)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
