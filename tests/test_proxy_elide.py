@@ -4,9 +4,12 @@ stored as results `recall` finds, and the replay `ctxview stats` makes agreeing 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -17,6 +20,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from ctxview.agents.mcp.server import Connection
 from ctxview.context import request_elide as re_
 from ctxview.context.requests import rebuild_stored
 from ctxview.proxy import cache_auto
@@ -246,6 +250,63 @@ async def test_the_proxy_elides_before_the_forward_and_stores_what_it_elided(
         check=False)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.rstrip("\n") == body.stored
+
+
+def _has_open(pid: int, path: Path) -> bool:
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                if Path(os.readlink(fd)) == path:
+                    return True
+    return False
+
+
+async def test_a_recall_before_the_recorder_stored_the_text_waits_for_it(
+    tmp_path: Path, upstream: tuple[Upstream, str]
+) -> None:
+    """The stub goes up at once and the recorder stores its text after the exchange: a model
+    quick to recall the id (here the store's write lock is held meanwhile, so the recorder
+    waits) gets the text, over MCP and through `ctxview recall`, once it is stored."""
+    up, url = upstream
+    store = tmp_path / "store.db"
+    p = Proxy(store, upstream=url, rewriter=Rewriter(elide=True, config=SMALL))
+    await p.start()
+    mcp = Connection(store, tmp_path, env={"CTXVIEW_SESSION": "cc-el-1"})
+    try:
+        await _send(p, _body(_conversation(3)))  # below the threshold: the session is stored
+        await p.recorder.drain()
+        lock = sqlite3.connect(store, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        try:
+            client = _body(_conversation(35))
+            await _send(p, client)
+            stub = json.loads(up.bodies[-1])["messages"][2]["content"][0]["content"][0]["text"]
+            rid = re_.stub_id(stub)
+            assert rid is not None
+            over_mcp = asyncio.create_task(mcp.call("recall", {"id": f"#{rid:x}"}))
+            cli = await asyncio.create_subprocess_exec(
+                str(Path(sys.executable).parent / "ctxview"), "recall", f"#{rid:x}",
+                "--session", "cc-el-1", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env={**os.environ, "CTXVIEW_STORE": str(store)})  # fmt: skip
+            # Both have the store open, so have looked or are about to, while it is locked.
+            while not (_has_open(cli.pid, store) and mcp._probe is not None):
+                assert cli.returncode is None and not over_mcp.done()
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.3)
+            assert not p.recorder._idle.is_set()  # the text is not stored yet
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        out, err = await cli.communicate()
+        answer = await over_mcp
+    finally:
+        await mcp.close()
+        await p.stop()
+    text = client["messages"][2]["content"][0]["content"][0]["text"]
+    assert cli.returncode == 0, err.decode()
+    assert out.decode().rstrip("\n") == text
+    head, _, shown = answer.partition("\n")
+    assert head.endswith(f" recall #{rid:x} lines 1-1 of 1]") and shown == text
 
 
 async def test_cache_auto_through_the_proxy(tmp_path: Path, upstream: tuple[Upstream, str]) -> None:

@@ -7,8 +7,10 @@ import asyncio
 
 from ctxview.commands.common import add_session_argument, open_reader, pick_session, result_id
 from ctxview.commands.errors import CliError
+from ctxview.context import late_texts
 from ctxview.rules.ids import format_id
 from ctxview.rules.lines import split_lines
+from ctxview.store.records import Body
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,9 +31,13 @@ async def _run(args: argparse.Namespace) -> int:
     reader = await open_reader(args)
     try:
         session = await pick_session(reader, args)
-        # One id space per session tree: a sub-agent's id is found from its parent, and back.
-        holder = await reader.tree_holder(session.id, rid) or session.id
-        body = await reader.body(holder, rid)
+
+        async def look() -> Body | None:
+            # One id space per session tree: a sub-agent's id is found from its parent, and back.
+            holder = await reader.tree_holder(session.id, rid) or session.id
+            return await reader.body(holder, rid)
+
+        body = await late_texts.stored(rid, look)  # a proxy's elided text may still be on its way
     finally:
         await reader.close()
     if body is None:

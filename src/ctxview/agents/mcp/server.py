@@ -43,8 +43,10 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 from ctxview.agents import failures, live
 from ctxview.agents.claude_code.caller import calling_session
 from ctxview.agents.mcp.session_ender import Ender
+from ctxview.context import late_texts
 from ctxview.engine.session import TOOLS, Session, new_session_id
 from ctxview.prompts import CLAUDE, MCP, RECALL, Active, context_block
+from ctxview.rules.ids import parse_id
 from ctxview.store import Writer
 from ctxview.store.probe import Probe, SqliteError
 from ctxview.store.schema import StoreError
@@ -139,6 +141,8 @@ class Connection:
         if source == live.CLAUDE and self.store.exists():
             # A sub-agent's call is its own session's (its ids are its tree's, as the root's).
             sid = await calling_session(self._connect(), root, ref)
+        if tool == "recall":
+            await self._text_on_its_way(sid, args.get("id"))
         lock = self.locks.setdefault(root, asyncio.Lock())
         # This process's own calls first (the asyncio lock), then other processes' (the flock),
         # for the whole tree: its sessions share one id counter.
@@ -155,6 +159,20 @@ class Connection:
             # The next call compares the store with this.
             self.cached[sid] = (session, self._last_seq(sid))
         return text
+
+    async def _text_on_its_way(self, sid: str, given: Any) -> None:
+        """A recall of a text the proxy elided may come before its recorder stored it
+        (`context/late_texts.py`): wait for it here, before the tree's lock, which the hooks of
+        the tree must not wait for meanwhile."""
+        rid = parse_id(given) if isinstance(given, str) else None
+        if rid is None or not self.store.exists():
+            return
+
+        async def look() -> bool | None:
+            return self._connect().has_body(sid, rid) or None
+
+        with contextlib.suppress(SqliteError):
+            await late_texts.stored(rid, look)
 
     async def _session(self, sid: str, source: str, client: str, root: str | None = None
                        ) -> Session:  # fmt: skip
