@@ -28,6 +28,7 @@ pytestmark = [
     pytest.mark.e2e,
 ]
 T = TypeVar("T")
+FAST_RETURN_MS = 30  # Gemini CLI 0.61's FAST_RETURN_TIMEOUT
 
 
 def _wait(check: Callable[[], T], timeout: float, what: str, screen: Callable[[], str]) -> T:
@@ -62,10 +63,14 @@ def test_a_typed_compress_records_a_manual_boundary_and_gives_the_table(tmp_path
         return tmux("capture-pane", "-p", "-t", "g")
 
     def typed(text: str) -> None:
-        # Typed, then Enter on its own: keys that come all at once read as a paste.
+        # Typed, then Enter on its own: keys that come all at once read as a paste, and Gemini
+        # takes an Enter within FAST_RETURN_MS of the last key for a newline in the prompt (its
+        # `bufferFastReturn`). The text on the screen says the keys were read: the Enter goes
+        # well past that window after it, the screen can show them that soon.
         _wait(lambda: "Type your message" in screen(), 60, "the prompt", screen)
         tmux("send-keys", "-t", "g", "-l", text)
         _wait(lambda: text in screen(), 30, f"{text!r} typed", screen)
+        time.sleep(FAST_RETURN_MS * 5 / 1000)
         tmux("send-keys", "-t", "g", "Enter")
 
     # The last turn reports a prompt big enough that a summary is worth it (Gemini keeps the
