@@ -9,7 +9,7 @@ import contextlib
 import itertools
 import json
 import os
-import sqlite3
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -265,8 +265,8 @@ async def test_a_recall_before_the_recorder_stored_the_text_waits_for_it(
     tmp_path: Path, upstream: tuple[Upstream, str]
 ) -> None:
     """The stub goes up at once and the recorder stores its text after the exchange: a model
-    quick to recall the id (here the store's write lock is held meanwhile, so the recorder
-    waits) gets the text, over MCP and through `ctxview recall`, once it is stored."""
+    quick to recall the id (here the recorder is stopped meanwhile) gets the text, over MCP and
+    through `ctxview recall`, once the recorder has stored it."""
     up, url = upstream
     store = tmp_path / "store.db"
     p = Proxy(store, upstream=url, rewriter=Rewriter(elide=True, config=SMALL))
@@ -275,8 +275,9 @@ async def test_a_recall_before_the_recorder_stored_the_text_waits_for_it(
     try:
         await _send(p, _body(_conversation(3)))  # below the threshold: the session is stored
         await p.recorder.drain()
-        lock = sqlite3.connect(store, isolation_level=None)
-        lock.execute("BEGIN IMMEDIATE")
+        recorder = p.recorder.recorder_pid
+        assert recorder is not None
+        os.kill(recorder, signal.SIGSTOP)  # idle (drained), so it holds none of the store's locks
         try:
             client = _body(_conversation(35))
             await _send(p, client)
@@ -288,15 +289,14 @@ async def test_a_recall_before_the_recorder_stored_the_text_waits_for_it(
                 str(Path(sys.executable).parent / "ctxview"), "recall", f"#{rid:x}",
                 "--session", "cc-el-1", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env={**os.environ, "CTXVIEW_STORE": str(store)})  # fmt: skip
-            # Both have the store open, so have looked or are about to, while it is locked.
+            # Each has the store open, so has looked or is about to, and neither has answered.
             while not (_has_open(cli.pid, store) and mcp._probe is not None):
                 assert cli.returncode is None and not over_mcp.done()
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.3)
-            assert not p.recorder._idle.is_set()  # the text is not stored yet
+            assert cli.returncode is None and not over_mcp.done()
         finally:
-            lock.execute("ROLLBACK")
-            lock.close()
+            os.kill(recorder, signal.SIGCONT)
         out, err = await cli.communicate()
         answer = await over_mcp
     finally:
