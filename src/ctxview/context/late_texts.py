@@ -17,8 +17,8 @@ from ctxview.rules.elide import is_content_id
 
 T = TypeVar("T")
 
-# Past the recorder's own pauses: a 10 MB exchange parsed and stored on a loaded machine took
-# under a second here, and a recorder that died is started again after one.
+# Well past the recorder's own time: a 10 MB exchange costs it about 200 ms of CPU, and a
+# recorder that died is started again after 1 s.
 LATE_SECONDS = 5.0
 FIRST_PAUSE, LAST_PAUSE = 0.02, 0.25
 
