@@ -192,8 +192,11 @@ def _opencode_title(title: Any) -> str | None:
 
 
 def _opencode_open(msg: dict[str, Any]) -> bool:
-    """A message still being written: an assistant turn not completed, or a tool still running."""
+    """A message still being written: an assistant turn not completed, a tool still running, or
+    a prompt whose text is not there yet (OpenCode writes a message, then each of its parts)."""
     info = msg["info"]
+    if info.get("role") == "user" and not msg["parts"]:
+        return True
     if info.get("role") == "assistant":
         t = info.get("time")
         if isinstance(t, dict) and not t.get("completed") and not info.get("error"):
