@@ -86,11 +86,12 @@ class Probe:
                                       pair).fetchone() for pair in results)  # fmt: skip
 
     def has_body(self, session_id: str, rid: int) -> bool:
-        """Whether a body `rid` is stored in `session_id`'s tree, with or without its event (the
-        proxy's elided texts have none)."""
-        sessions = {session_id, *tree.members(self._conn, tree.root_of(self._conn, session_id))}
-        return any(self._conn.execute("SELECT 1 FROM bodies WHERE session = ? AND rid = ?",
-                                      (sid, rid)).fetchone() for sid in sessions)  # fmt: skip
+        """Whether recall would find body `rid` from `session_id` (`Writer.tree_stored_data`):
+        in the session of its tree whose event holds it, else in its own (the proxy's elided
+        texts have no event)."""
+        sid = tree.holder(self._conn, session_id, rid) or session_id
+        return self._conn.execute("SELECT 1 FROM bodies WHERE session = ? AND rid = ?",
+                                  (sid, rid)).fetchone() is not None  # fmt: skip
 
     def result_of_call(self, session_id: str, call_ref: str) -> int | None:
         """The rid of the session's result that answers `call_ref`, when stored."""

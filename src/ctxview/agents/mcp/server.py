@@ -46,6 +46,7 @@ from ctxview.agents.mcp.session_ender import Ender
 from ctxview.context import late_texts
 from ctxview.engine.session import TOOLS, Session, new_session_id
 from ctxview.prompts import CLAUDE, MCP, RECALL, Active, context_block
+from ctxview.rules.elide import is_content_id
 from ctxview.rules.ids import parse_id
 from ctxview.store import Writer
 from ctxview.store.probe import Probe, SqliteError
@@ -165,8 +166,8 @@ class Connection:
         (`context/late_texts.py`): wait for it here, before the tree's lock, which the hooks of
         the tree must not wait for meanwhile."""
         rid = parse_id(given) if isinstance(given, str) else None
-        if rid is None or not self.store.exists():
-            return
+        if rid is None or not is_content_id(rid) or not self.store.exists():
+            return  # any other id is the store's own, there before it was given
 
         async def look() -> bool | None:
             return self._connect().has_body(sid, rid) or None
