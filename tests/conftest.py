@@ -21,9 +21,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
-from suite_home import Listing, isolate, listing, own_places
-
-from ctxview.agents import failures
+from suite_home import Listing, isolate, leave_no_trace, listing, own_places
 
 settings.register_profile(
     "ctxview",
@@ -45,13 +43,11 @@ _HOME = Path(tempfile.mkdtemp(prefix="ctxview-suite-home-"))
 
 @pytest.fixture(autouse=True)
 def _socket_folder_left_clean(tmp_path: Path) -> Iterator[None]:
-    """What a test's stores left in this user's socket folder (`/tmp/ctxview-<uid>/`, outside
-    every temporary folder: a store's socket lock, its fallback failure log) goes with the test.
-    Left there, a later run whose temporary folder has the same path (pytest numbers them anew
-    once its own are removed) read that run's failures as its own."""
+    """What a test's stores left in this user's socket folder goes with the test (a store that
+    cannot exist, under a file, is its test's to clear: `leave_no_trace`)."""
     yield
     for store in tmp_path.rglob("*.db"):
-        failures.clear(store)
+        leave_no_trace(store)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -4,9 +4,13 @@ before and after a run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
+
+from ctxview.agents import failures
+from ctxview.agents.hook_client import socket_path
 
 # Set by the user's shell or by an agent the suite runs under, read by ctxview, Claude Code, Codex,
 # Gemini CLI, tmux or libpq: unset for the run (a test that wants one sets it for its own process).
@@ -64,3 +68,13 @@ def isolate(env: MutableMapping[str, str], home: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         env[key] = str(folder)
     env["CTXVIEW_STORE"] = str(home / "ctxview-store.db")  # a test that wants the default unsets it
+
+
+def leave_no_trace(store: Path) -> None:
+    """What `store` left in this user's socket folder (`/tmp/ctxview-<uid>/`, outside every
+    temporary folder): its fallback failure log and its engine's lock file. Left there, a later
+    run whose temporary folder has the same path (pytest numbers them anew once its own are
+    removed) read that run's failures as its own."""
+    failures.clear(store)
+    with contextlib.suppress(OSError):
+        os.unlink(f"{socket_path(store)}.lock")

@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from suite_home import leave_no_trace
 
 from ctxview.agents import failures
 from ctxview.context.requests import rebuild_stored
@@ -444,9 +445,12 @@ async def test_an_unwritable_store_loses_the_record_not_the_request(tmp_path: Pa
         assert p.recorder.lost == 1
     finally:
         await p.stop()
-    [loss] = [f for f in failures.read(store) if f["event"] == "proxy"]
-    assert loss["error"].startswith("A proxied request was not recorded")
-    assert loss["path"] == "/v1/messages"
+    try:
+        [loss] = [f for f in failures.read(store) if f["event"] == "proxy"]
+        assert loss["error"].startswith("A proxied request was not recorded")
+        assert loss["path"] == "/v1/messages"
+    finally:
+        leave_no_trace(store)  # no store to find after the test: its traces cleared here
 
 
 async def test_a_10_mb_request_streams_through(proxy: Proxy,

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from suite_home import leave_no_trace
 
 from ctxview.agents import endpoint, failures
 from ctxview.agents.hook_client import stop
@@ -166,6 +167,8 @@ def test_an_unwritable_store_fails_each_hook_at_once_and_says_so(
             else:
                 folder_.chmod(0o700)
         undo.clear()
+        if case == "under-a-file":  # no store to find after the test: its traces cleared here
+            leave_no_trace(store)
     if case != "under-a-file":  # writable again: the engine opens it on a later hook
         deadline = time.monotonic() + 30
         while True:
