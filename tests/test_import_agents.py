@@ -33,6 +33,7 @@ from ctxview.importers.follow import follow
 from ctxview.importers.runner import FileImporter
 from ctxview.store import Reader, Writer
 from ctxview.store.records import Event
+from tests.agents.agent_project import Following, wait_for
 
 FIX = Path(__file__).parent / "fixtures"
 PI = next((FIX / "pi").rglob("*.jsonl"))
@@ -413,27 +414,36 @@ def test_opencodes_placeholder_title_is_no_title_and_its_later_one_is(tmp_path: 
     assert _titles(store)["oc-ses_0001"] == "Fix the notes"
 
 
-async def test_a_follow_takes_opencodes_prompt_written_after_its_message(tmp_path: Path) -> None:
+def test_a_follow_takes_opencodes_prompt_written_after_its_message(tmp_path: Path) -> None:
     """OpenCode writes a prompt's message, then, in a transaction of its own, the part that holds
-    its text (seen polling the real OpenCode 1.18's database as it runs): a follow that reads in
-    between waits for the text, rather than storing a prompt without it and never again."""
+    its text (seen polling the real OpenCode 1.18's database as it runs): `ctxview follow` that
+    reads in between waits for the text, rather than storing a prompt without it and never
+    again."""
     storage = tmp_path / "storage"
-    for rel in ("session/project/ses_0001.json", "message/ses_0001/msg_0001.json"):
-        found = next(OPENCODE.glob(rel.replace("project", "*")))
-        (storage / Path(rel).parent).mkdir(parents=True, exist_ok=True)
-        shutil.copy(found, storage / rel)
+    for src in (next(OPENCODE.glob("session/*/ses_0001.json")),
+                OPENCODE / "message" / "ses_0001" / "msg_0001.json"):  # fmt: skip
+        (storage / src.relative_to(OPENCODE)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, storage / src.relative_to(OPENCODE))
     db = build_db(storage, tmp_path / "opencode.db")  # the prompt's message, no part yet
     store = tmp_path / "s.db"
-    async with await Writer.open(store) as writer:
-        importer = FileImporter(writer, db)
-        await importer.step(live=True)
-        part = json.loads((OPENCODE / "part" / "msg_0001" / "prt_000100.json").read_text())
+    part = json.loads((OPENCODE / "part" / "msg_0001" / "prt_000100.json").read_text())
+    following = Following(db, tmp_path, {**os.environ, "CTXVIEW_STORE": str(store)})
+    try:
+        # The follow has read the database as it is: the session stored, its prompt held.
+        wait_for(store, lambda: "oc-ses_0001" in _titles(store), "the session")
         with contextlib.closing(sqlite3.connect(db)) as conn, conn:
             conn.execute("INSERT INTO part VALUES (?,?,?,?,?,?)", (part["id"], "msg_0001",
                          "ses_0001", 0, 0, json.dumps({"type": "text", "text": part["text"]})))  # fmt: skip
-        await importer.step(live=True)
-    ((_, events),) = (await events_of(store)).values()
-    assert [(e.role, e.text) for e in events if e.kind == "message"] == [("user", part["text"])]
+        wait_for(store, lambda: _messages(store), "the prompt")
+    finally:
+        following.stop()
+    assert _messages(store) == [("user", part["text"])]
+
+
+def _messages(store: Path) -> list[tuple[str, str]]:
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        return db.execute("SELECT role, text FROM events WHERE kind = 'message' ORDER BY seq"
+                          ).fetchall()  # fmt: skip
 
 
 async def test_a_follow_of_opencodes_database_before_its_tables_waits_for_them(
