@@ -16,7 +16,7 @@ from ctxview.viewer.app import CtxviewApp
 
 async def test_palette_exports_the_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = tmp_path / "store.db"
-    run = await run_demo(store, pace=0)
+    run = await run_demo(store, pace=0, workspace_root=tmp_path)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     monkeypatch.setenv("CTXVIEW_EXPORT_DIR", str(out_dir))

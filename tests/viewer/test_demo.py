@@ -21,7 +21,7 @@ CTXVIEW = [str(Path(sys.executable).with_name("ctxview"))]
 
 
 async def test_demo_writes_every_kind(tmp_path: Path) -> None:
-    run = await run_demo(tmp_path / "store.db", pace=0)
+    run = await run_demo(tmp_path / "store.db", pace=0, workspace_root=tmp_path)
     assert run.done
     async with await Reader.open(tmp_path / "store.db") as reader:
         sessions = {s.id: s for s in await reader.sessions()}
@@ -67,7 +67,7 @@ async def test_demo_writes_every_kind(tmp_path: Path) -> None:
 
 async def test_pace_spaces_the_steps(tmp_path: Path) -> None:
     started = time.monotonic()
-    run = await run_demo(tmp_path / "store.db", pace=0.01)
+    run = await run_demo(tmp_path / "store.db", pace=0.01, workspace_root=tmp_path)
     took = time.monotonic() - started
     async with await Reader.open(tmp_path / "store.db") as reader:
         steps = len([e for e in await reader.events(run.session_id) if e.kind != "call"])
@@ -145,7 +145,7 @@ def test_bad_pace_and_theme_are_one_sentence(tmp_path: Path) -> None:
 async def test_demo_plays_inside_the_app_and_a_quit_ends_it(tmp_path: Path) -> None:
     """What `ctxview demo` does: the story runs as a task in the app's own loop; quitting midway
     leaves no session marked live."""
-    run = await open_demo(tmp_path / "store.db")
+    run = await open_demo(tmp_path / "store.db", tmp_path)
     app = CtxviewApp(run.store, session=run.session_id)
     async with app.run_test(size=(120, 30)) as pilot:
         task = asyncio.create_task(_hint_then_play(app, run, 0.05))

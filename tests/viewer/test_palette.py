@@ -22,7 +22,7 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     import asyncio
 
     path = tmp_path_factory.mktemp("palette") / "store.db"
-    run = asyncio.run(run_demo(path, pace=0))
+    run = asyncio.run(run_demo(path, pace=0, workspace_root=path.parent))
     return path, run.session_id
 
 

@@ -72,13 +72,15 @@ def temp_store() -> Path:
     return root / "store" / "store.db"
 
 
-async def open_demo(store: Path | None = None) -> DemoRun:
-    """Create (or open) the store, copy the project, start the session."""
+async def open_demo(store: Path | None = None, workspace_root: Path | None = None) -> DemoRun:
+    """Create (or open) the store, copy the project (into a new folder in `workspace_root`, the
+    system's temporary folder by default), start the session."""
     # Its folders are made by the writer's open, 0700 (store/paths.py): made here first with the
     # umask's mode, ctxview's own folder was then "tightened", warning about a folder it had
     # just made itself.
     store = Path(store) if store is not None else temp_store()
-    workspace = copy_project(Path(tempfile.mkdtemp(prefix="ctxview-demo-workspace-")))
+    workspace = copy_project(Path(tempfile.mkdtemp(prefix="ctxview-demo-workspace-",
+                                                   dir=workspace_root)))  # fmt: skip
     try:
         writer = await Writer.open(store)
     except BaseException:
@@ -351,9 +353,10 @@ async def run_demo(
     store: Path | None = None,
     pace: float = DEFAULT_PACE,
     on_open: Callable[[DemoRun], Awaitable[None] | None] | None = None,
+    workspace_root: Path | None = None,
 ) -> DemoRun:
     """Open the demo, tell `on_open`, play it to the end and close it (for --no-view)."""
-    run = await open_demo(store)
+    run = await open_demo(store, workspace_root)
     try:
         if on_open is not None:
             maybe = on_open(run)
